@@ -1,0 +1,136 @@
+"""Gold derivations as arrays, and batches of them for the training step.
+
+With teacher forcing the whole decision sequence of a sentence is known
+before the forward pass, so are the source state of every relation and every
+feature id.  A sentence becomes a handful of int arrays; a batch pads them to
+(batch, steps, ...) so the model can run all sentences in lockstep.
+"""
+from dataclasses import dataclass
+from typing import List, Sequence
+
+import numpy
+
+from ..transitions.arc_eager import (
+    LEFT, N_ACTIONS, N_RELATIONS, RIGHT, SHIFT, Configuration, oracle_derivation,
+)
+from .features import FeatureExtractor, SentenceInputs
+
+
+@dataclass
+class Derivation:
+    """Per latent state t (state 0 generates the first word)."""
+
+    feats: numpy.ndarray  # (T, F) int32, -1 = unused
+    src: numpy.ndarray  # (T, R) int32, -1 = no source
+    action: numpy.ndarray  # (T,) gold action, -1 at state 0
+    action_mask: numpy.ndarray  # (T, 4) bool, Phi of the action softmax
+    label: numpy.ndarray  # (T,) gold label id, -1 when not an arc
+    label_kind: numpy.ndarray  # (T,) which label mask applies
+    gen_tag: numpy.ndarray  # (T,) generated tag (end_tag = end of sentence), -1 = none
+    end_legal: numpy.ndarray  # (T,) bool
+    gen_bundle: numpy.ndarray  # (T,) -1 = none
+    gen_form: numpy.ndarray  # (T,) -1 = none
+    n_words: int
+
+    @property
+    def n_states(self) -> int:
+        return self.feats.shape[0]
+
+
+def build_derivation(
+    sent: SentenceInputs,
+    gold_heads: Sequence[int],
+    gold_labels: Sequence[int],
+    extractor: FeatureExtractor,
+    end_tag: int,
+    multiroot: bool,
+) -> Derivation:
+    """``gold_heads``/``gold_labels``: 1-based, index 0 unused, projective."""
+    decisions = oracle_derivation(gold_heads, gold_labels, multiroot)
+    n = sent.n
+    T = len(decisions) + 1
+    feats = numpy.full((T, extractor.width), -1, dtype="int32")
+    src = numpy.full((T, N_RELATIONS), -1, dtype="int32")
+    action = numpy.full((T,), -1, dtype="int32")
+    action_mask = numpy.zeros((T, N_ACTIONS), dtype=bool)
+    label = numpy.full((T,), -1, dtype="int32")
+    label_kind = numpy.zeros((T,), dtype="int32")
+    gen_tag = numpy.full((T,), -1, dtype="int32")
+    end_legal = numpy.zeros((T,), dtype=bool)
+    gen_bundle = numpy.full((T,), -1, dtype="int32")
+    gen_form = numpy.full((T,), -1, dtype="int32")
+    # state 0: the initial decision generates word 1 from an empty history
+    feats[0, 0] = 0
+    gen_tag[0], gen_bundle[0], gen_form[0] = sent.gen_tag[0], sent.gen_bundle[0], sent.gen_form[0]
+    config = Configuration(n, multiroot)
+    config.register_state(0)
+    for t, (act, lab) in enumerate(decisions, start=1):
+        src[t] = config.sources()
+        extractor.extract(config, sent, feats[t])
+        action[t] = act
+        action_mask[t] = config.legal_actions()
+        if act in (LEFT, RIGHT):
+            label[t] = lab
+            label_kind[t] = config.label_kind(act)
+        elif act == SHIFT:
+            end_legal[t] = config.end_is_legal()
+            nxt = config.front  # 1-based word being shifted; the next one is generated
+            if nxt < n:
+                gen_tag[t] = sent.gen_tag[nxt]
+                gen_bundle[t] = sent.gen_bundle[nxt]
+                gen_form[t] = sent.gen_form[nxt]
+            else:
+                gen_tag[t] = end_tag
+        config.register_state(t)
+        config.apply(act, lab)
+    return Derivation(feats, src, action, action_mask, label, label_kind, gen_tag,
+                      end_legal, gen_bundle, gen_form, n)
+
+
+@dataclass
+class DerivationBatch:
+    """Derivations padded to (B, T, ...); ``valid`` marks real states."""
+
+    feats: numpy.ndarray
+    src: numpy.ndarray
+    valid: numpy.ndarray
+    action: numpy.ndarray
+    action_mask: numpy.ndarray
+    label: numpy.ndarray
+    label_kind: numpy.ndarray
+    gen_tag: numpy.ndarray
+    end_legal: numpy.ndarray
+    gen_bundle: numpy.ndarray
+    gen_form: numpy.ndarray
+    n_words: numpy.ndarray
+
+    @classmethod
+    def from_derivations(cls, derivs: List[Derivation]) -> "DerivationBatch":
+        B = len(derivs)
+        T = max(d.n_states for d in derivs)
+
+        def pad(name, fill, dtype):
+            first = getattr(derivs[0], name)
+            out = numpy.full((B, T) + first.shape[1:], fill, dtype=dtype)
+            for i, d in enumerate(derivs):
+                arr = getattr(d, name)
+                out[i, : arr.shape[0]] = arr
+            return out
+
+        valid = numpy.zeros((B, T), dtype=bool)
+        for i, d in enumerate(derivs):
+            valid[i, : d.n_states] = True
+        return cls(
+            feats=pad("feats", -1, "int32"),
+            src=pad("src", -1, "int32"),
+            valid=valid,
+            action=pad("action", -1, "int32"),
+            action_mask=pad("action_mask", False, bool),
+            label=pad("label", -1, "int32"),
+            label_kind=pad("label_kind", 0, "int32"),
+            gen_tag=pad("gen_tag", -1, "int32"),
+            end_legal=pad("end_legal", False, bool),
+            gen_bundle=pad("gen_bundle", -1, "int32"),
+            gen_form=pad("gen_form", -1, "int32"),
+            n_words=numpy.array([d.n_words for d in derivs], dtype="int32"),
+        )

@@ -65,6 +65,18 @@ class SentenceInputs:
         self.gen_form = [o[2] for o in outs]
 
 
+    def tail(self, offset: int) -> "SentenceInputs":
+        """The inputs of the words from token ``offset`` on, as a sentence of its own."""
+        new = SentenceInputs.__new__(SentenceInputs)
+        new.n = self.n - offset
+        for name in ("form", "tag", "pos", "feats"):
+            seq = getattr(self, name)
+            setattr(new, name, seq[:1] + seq[offset + 1:])
+        for name in ("gen_tag", "gen_bundle", "gen_form"):
+            setattr(new, name, getattr(self, name)[offset:])
+        return new
+
+
 class FeatureExtractor:
     """Maps a configuration to a fixed-width row of embedding-table ids."""
 

@@ -275,14 +275,11 @@ class ISBNScorer:
     def actions(self, H, masks) -> numpy.ndarray:
         return _masked_log_softmax(H @ self.p["Wa"].T + self.p["ba"], masks)
 
-    def labels(self, H, action: int, kind: int) -> numpy.ndarray:
-        """(N, nL) log-probs of the labels of a left/right arc."""
+    def labels(self, h, action: int, kind: int) -> numpy.ndarray:
+        """(nL,) log-probs of the labels of a left/right arc from one state ``h``."""
         lo = self.nL if action == RIGHT else 0
-        W = self.p["Wl"]
-        logits = H @ W.T + self.p["bl"]
-        mask = numpy.zeros((2 * self.nL,), dtype=bool)
-        mask[lo: lo + self.nL] = self.label_masks[kind]
-        return _masked_log_softmax(logits, mask[None, :])[:, lo: lo + self.nL]
+        logits = self.p["Wl"][lo: lo + self.nL] @ h + self.p["bl"][lo: lo + self.nL]
+        return _masked_log_softmax(logits[None, :], self.label_masks[kind][None, :])[0]
 
     def tags(self, H) -> numpy.ndarray:
         """(N, nT+1) unmasked tag log-probs; column nT is end of sentence.

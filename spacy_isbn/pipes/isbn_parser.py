@@ -1,0 +1,417 @@
+"""The ``isbn_parser`` component: a generative ISBN dependency parser for spaCy.
+
+Training maximises the likelihood of the gold (projectivised) derivations;
+prediction runs beam search and writes ``token.head``/``token.dep_`` plus
+the generative scores:
+
+* ``doc._.isbn_logprob``: log P(trees, words) of the best analysis;
+* ``doc._.isbn_words_logprob``: the beam's estimate of log P(words);
+* ``doc._.isbn_sentences``: the parsed sentences as ``[start, end, logprob]``
+  (in multi-root mode one such sentence can hold several spaCy sentences);
+* ``span._.isbn_logprob``: log P(tree, words) of a span that is one parsed
+  sentence (``None`` otherwise);
+* ``doc._.isbn_kbest``: the final beam, ``[logprob, [[head, label], ...]]``
+  per analysis (heads absolute token indices), best first.
+
+Sentence boundaries already on the Doc are respected, each sentence parsed
+on its own.  Without them the model decides where sentences end: generating
+end-of-sentence is part of every Shift, so the boundaries come out of the
+same search as the trees.
+"""
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy
+import srsly
+from spacy import util
+from spacy.attrs import DEP, HEAD, LOWER, MORPH, POS, TAG
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.pipeline._parser_internals import nonproj
+from spacy.scorer import Scorer
+from spacy.tokens import Doc, Span
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.vocab import Vocab
+from thinc.api import Config, Model
+
+from ..model.derivation import Derivation, DerivationBatch, build_derivation
+from ..model.features import FeatureExtractor, SentenceInputs, parse_templates
+from ..model.isbn import ISBNScorer
+from ..model.lexicon import Lexicon, TokenRecord
+from ..search.beam import BeamSearch, SegmentParse
+from ..transitions.arc_eager import (
+    LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, sentence_spans_from_heads,
+)
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy_isbn.ISBNParser.v1"
+hidden_width = 80
+features = "rich"
+latent_edges = true
+approximation = "feedforward"
+init_scale = 0.1
+"""
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+SENTENCES_KEY = "isbn_sentences"  # the original sentence grouping, set by the corpus reader
+PUNCT_LABELS = ("p", "punct", "pnct")
+
+
+@Language.factory(
+    "isbn_parser",
+    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],
+    default_config={
+        "model": DEFAULT_MODEL,
+        "beam_width": 10,
+        "label_top_k": 5,
+        "multiroot": False,
+        "tag_attr": "tag",
+        "cutoff": 5,
+        "max_batch_words": 2000,
+        "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
+    },
+    default_score_weights={
+        "dep_uas": 0.5,
+        "dep_las": 0.5,
+        "dep_las_per_type": None,
+        "sents_p": None,
+        "sents_r": None,
+        "sents_f": 0.0,
+    },
+)
+def make_isbn_parser(
+    nlp: Language,
+    name: str,
+    model: Model,
+    beam_width: int,
+    label_top_k: int,
+    multiroot: bool,
+    tag_attr: str,
+    cutoff: int,
+    max_batch_words: int,
+    scorer: Optional[Callable],
+) -> "ISBNParser":
+    """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
+    after an arc; multiroot: allow several root dependents per sentence
+    (CoNLL-X) instead of exactly one (UD); tag_attr: the token attribute the
+    model generates as the tag ("tag" or "pos"); cutoff: rarer values map to
+    unknown classes; max_batch_words: words per training step batch."""
+    return ISBNParser(
+        nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
+        multiroot=multiroot, tag_attr=tag_attr, cutoff=cutoff,
+        max_batch_words=max_batch_words, scorer=scorer,
+    )
+
+
+def parser_score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
+    """dep_uas/dep_las (punctuation labels excluded, as spaCy's parser) and sents_*."""
+    def dep_getter(token, attr):
+        return token.vocab.strings.as_string(getattr(token, attr)).lower()
+
+    examples = list(examples)
+    results = Scorer.score_spans(examples, "sents", **kwargs)
+    kwargs.setdefault("getter", dep_getter)
+    kwargs.setdefault("ignore_labels", PUNCT_LABELS)
+    results.update(Scorer.score_deps(examples, "dep", **kwargs))
+    results.pop("sents_per_type", None)
+    return results
+
+
+@util.registry.scorers("spacy_isbn.parser_scorer.v1")
+def make_parser_scorer() -> Callable:
+    return parser_score
+
+
+def _register_extensions() -> None:
+    for name, default in (
+        ("isbn_logprob", None), ("isbn_words_logprob", None),
+        ("isbn_sentences", None), ("isbn_kbest", None),
+    ):
+        if not Doc.has_extension(name):
+            Doc.set_extension(name, default=default)
+    if not Span.has_extension("isbn_logprob"):
+        Span.set_extension("isbn_logprob", getter=_span_logprob)
+
+
+def _span_logprob(span: Span) -> Optional[float]:
+    for start, end, lp in span.doc._.isbn_sentences or ():
+        if start == span.start and end == span.end:
+            return lp
+    return None
+
+
+_register_extensions()
+
+
+class ISBNParser(TrainablePipe):
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model,
+        name: str = "isbn_parser",
+        *,
+        beam_width: int = 10,
+        label_top_k: int = 5,
+        multiroot: bool = False,
+        tag_attr: str = "tag",
+        cutoff: int = 5,
+        max_batch_words: int = 2000,
+        scorer: Optional[Callable] = parser_score,
+    ):
+        if tag_attr not in ("tag", "pos"):
+            raise ValueError(f"tag_attr must be 'tag' or 'pos', not {tag_attr!r}")
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        self.cfg = {
+            "beam_width": beam_width, "label_top_k": label_top_k,
+            "multiroot": multiroot, "tag_attr": tag_attr, "cutoff": cutoff,
+            "max_batch_words": max_batch_words,
+        }
+        self.lexicon = Lexicon(cutoff)
+        self._extractor: Optional[FeatureExtractor] = None
+        self._cache: Dict[bytes, Optional[Derivation]] = {}
+
+    # -- inputs ---------------------------------------------------------------
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        return tuple(self.lexicon.labels)
+
+    @property
+    def extractor(self) -> FeatureExtractor:
+        if self._extractor is None:
+            templates = parse_templates(self.model.attrs["features"])
+            self._extractor = FeatureExtractor(templates, self.lexicon)
+        return self._extractor
+
+    def _records(self, tokens) -> List[TokenRecord]:
+        tag_attr = "tag_" if self.cfg["tag_attr"] == "tag" else "pos_"
+        return [
+            TokenRecord(t.lower_, getattr(t, tag_attr), t.pos_, str(t.morph)) for t in tokens
+        ]
+
+    def _gold_sentences(self, doc: Doc) -> List[Tuple[int, int]]:
+        spans = doc.user_data.get(SENTENCES_KEY)
+        if spans:
+            return [(int(s), int(e)) for s, e in spans]
+        heads = [t.head.i for t in doc]
+        return sentence_spans_from_heads(heads)
+
+    def _gold_trees(self, doc: Doc):
+        """Yield (span, projective 1-based heads, decorated labels) per sentence;
+        sentences without a complete annotation are skipped."""
+        for start, end in self._gold_sentences(doc):
+            toks = doc[start:end]
+            if any(t.dep == 0 for t in toks):
+                continue
+            heads = [t.head.i - start for t in toks]
+            if any(h < 0 or h >= len(toks) for h in heads):
+                continue
+            labels = [t.dep_ for t in toks]
+            proj_heads, deco = nonproj.projectivize(heads, labels)
+            gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(proj_heads)]
+            n_roots = sum(1 for h in gold[1:] if h == 0)
+            if n_roots > 1 and not self.cfg["multiroot"]:
+                continue
+            yield (start, end), gold, deco
+
+    # -- training ---------------------------------------------------------------
+    def initialize(
+        self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None
+    ) -> None:
+        validate_get_examples(get_examples, "ISBNParser.initialize")
+        sents: List[List[TokenRecord]] = []
+        arcs: List[Tuple[str, int]] = []
+        for eg in get_examples():
+            doc = eg.reference
+            for (start, end), gold, labels in self._gold_trees(doc):
+                sents.append(self._records(doc[start:end]))
+                for i, (h, lab) in enumerate(zip(gold[1:], labels), start=1):
+                    kind = LABELS_ROOT if h == 0 else (LABELS_LEFT if h > i else LABELS_RIGHT)
+                    arcs.append((lab, kind))
+        if not sents:
+            raise ValueError("isbn_parser.initialize: no sentence with a complete dependency tree")
+        self.lexicon = Lexicon(self.cfg["cutoff"]).build(sents, arcs)
+        self._extractor = None
+        self._cache = {}
+        self._set_model_shape()
+        self.model.initialize()
+
+    def _set_model_shape(self) -> None:
+        lex = self.lexicon
+        dims = {"nF": self.extractor.n_rows, "nL": lex.n_labels, "nT": len(lex.tags),
+                "nB": len(lex.bundles), "nV": len(lex.forms)}
+        for dim, value in dims.items():
+            self.model.set_dim(dim, value, force=True)
+        self.model.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges]
+        self.model.attrs["form_ranges"] = [list(r) for r in lex.form_ranges]
+        self.model.attrs["label_masks"] = [list(m) for m in lex.label_kinds]
+
+    def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
+        out = []
+        lex, ext, multiroot = self.lexicon, self.extractor, self.cfg["multiroot"]
+        for eg in examples:
+            doc = eg.reference
+            arr = doc.to_array([LOWER, TAG, POS, MORPH, HEAD, DEP])
+            for (start, end), gold, labels in self._gold_trees(doc):
+                key = arr[start:end].tobytes()
+                if key not in self._cache:
+                    label_ids = [0] + [lex.label_ids.get(lab, -1) for lab in labels]
+                    if min(label_ids[1:]) < 0:  # a label unseen at initialize
+                        self._cache[key] = None
+                    else:
+                        inputs = SentenceInputs(self._records(doc[start:end]), lex)
+                        self._cache[key] = build_derivation(
+                            inputs, gold, label_ids, ext, lex.end_tag, multiroot
+                        )
+                if self._cache[key] is not None:
+                    out.append(self._cache[key])
+        return out
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd=None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "ISBNParser.update")
+        derivs = self._derivations(examples)
+        if not derivs:
+            return losses
+        derivs.sort(key=lambda d: d.n_states)
+        # batches of similar length keep the lockstep loop short
+        batch, words = [], 0
+        for d in derivs + [None]:
+            if d is not None and (words + d.n_words <= self.cfg["max_batch_words"] or not batch):
+                batch.append(d)
+                words += d.n_words
+                continue
+            ll, backprop = self.model.begin_update(DerivationBatch.from_derivations(batch))
+            loss, d_ll = self.get_loss(examples, (ll, words))
+            backprop(d_ll)
+            losses[self.name] += loss
+            if d is not None:
+                batch, words = [d], d.n_words
+        if sgd is not None:
+            self.finish_update(sgd)
+        return losses
+
+    def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
+        """Negative log-likelihood of the gold derivations, per word."""
+        ll, n_words = scores
+        n_words = max(1, n_words)
+        loss = float(-ll.sum() / n_words)
+        return loss, numpy.full(ll.shape, -1.0 / n_words, dtype="float32")
+
+    # -- prediction ---------------------------------------------------------------
+    def _search(self) -> BeamSearch:
+        return BeamSearch(
+            ISBNScorer(self.model), self.extractor,
+            beam_width=self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
+            multiroot=self.cfg["multiroot"],
+        )
+
+    def predict(self, docs: Iterable[Doc]) -> List[List[Tuple[int, SegmentParse]]]:
+        """Per doc, (offset, parse) for each segment searched on its own."""
+        search = self._search()
+        out = []
+        for doc in docs:
+            if len(doc) == 0:
+                out.append([])
+                continue
+            records = self._records(doc)
+            if doc.has_annotation("SENT_START"):
+                segments = [(s.start, s.end) for s in doc.sents]
+            else:
+                segments = [(0, len(doc))]
+            parses = []
+            for start, end in segments:
+                inputs = SentenceInputs(records[start:end], self.lexicon)
+                ends: List[Optional[bool]] = [None] * (end - start)
+                if doc.has_annotation("SENT_START"):
+                    ends = [False] * (end - start)
+                parses.append((start, search.parse(inputs, ends)))
+            out.append(parses)
+        return out
+
+    def set_annotations(self, docs: Iterable[Doc], parses) -> None:
+        labels = self.lexicon.labels
+        for doc, doc_parses in zip(docs, parses):
+            if not doc_parses:
+                doc._.isbn_logprob = 0.0
+                doc._.isbn_words_logprob = 0.0
+                doc._.isbn_sentences = []
+                continue
+            heads = numpy.arange(len(doc), dtype="int64")
+            deps = [""] * len(doc)
+            sentences, kbest = [], []
+            for offset, seg in doc_parses:
+                for sent in seg.sentences:
+                    start = offset + sent.start
+                    for i, (h, lab) in enumerate(zip(sent.heads, sent.labels)):
+                        heads[start + i] = start + h - 1 if h > 0 else start + i
+                        deps[start + i] = labels[lab] if lab >= 0 else "dep"
+                    sentences.append([start, start + len(sent.heads), sent.logprob])
+            arr = numpy.zeros((len(doc), 2), dtype="uint64")
+            arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
+            arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
+            doc.from_array([HEAD, DEP], arr)
+            nonproj.deprojectivize(doc)
+            if len(doc_parses) == 1:
+                offset, seg = doc_parses[0]
+                for score, sents in seg.kbest:
+                    tree = []
+                    for sent in sents:
+                        start = offset + sent.start
+                        for i, (h, lab) in enumerate(zip(sent.heads, sent.labels)):
+                            tree.append([start + h - 1 if h > 0 else start + i,
+                                         labels[lab] if lab >= 0 else "dep"])
+                    kbest.append([float(score), tree])
+            doc._.isbn_logprob = float(sum(seg.logprob for _, seg in doc_parses))
+            doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in doc_parses))
+            doc._.isbn_sentences = sentences
+            doc._.isbn_kbest = kbest
+
+    # -- serialisation -----------------------------------------------------------
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        msg = {
+            "cfg": self.cfg,
+            "lexicon": self.lexicon.to_dict(),
+            "model": self.model.to_bytes(),
+        }
+        return srsly.msgpack_dumps(msg)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ISBNParser":
+        msg = srsly.msgpack_loads(bytes_data)
+        self.cfg.update(msg["cfg"])
+        self.lexicon = Lexicon.from_dict(msg["lexicon"])
+        self._extractor = None
+        self._cache = {}
+        self._set_model_shape()
+        self.model.from_bytes(msg["model"])
+        return self
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        path = util.ensure_path(path)
+        if not path.exists():
+            path.mkdir(parents=True)
+        srsly.write_json(path / "cfg", self.cfg)
+        srsly.write_msgpack(path / "lexicon", self.lexicon.to_dict())
+        self.model.to_disk(path / "model")
+
+    def from_disk(self, path, *, exclude=tuple()) -> "ISBNParser":
+        path = util.ensure_path(path)
+        self.cfg.update(srsly.read_json(path / "cfg"))
+        self.lexicon = Lexicon.from_dict(srsly.read_msgpack(path / "lexicon"))
+        self._extractor = None
+        self._cache = {}
+        self._set_model_shape()
+        self.model.from_disk(path / "model")
+        return self
+

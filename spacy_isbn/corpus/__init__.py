@@ -1,0 +1,30 @@
+"""Treebank I/O: CoNLL-U / CoNLL-X reading, conversion to spaCy DocBins, and writing back."""
+from .conll import (
+    CONLL_KEY,
+    FORMATS,
+    SENTENCES_KEY,
+    ConllFormatError,
+    ConllSentence,
+    convert,
+    docs_to_conll,
+    morph_for_spacy,
+    morph_from_spacy,
+    read_conll,
+    resolve_format,
+    sentences_to_docs,
+)
+
+__all__ = [
+    "CONLL_KEY",
+    "FORMATS",
+    "SENTENCES_KEY",
+    "ConllFormatError",
+    "ConllSentence",
+    "convert",
+    "docs_to_conll",
+    "morph_for_spacy",
+    "morph_from_spacy",
+    "read_conll",
+    "resolve_format",
+    "sentences_to_docs",
+]

@@ -1,0 +1,463 @@
+"""Read, convert and write CoNLL-U / CoNLL-X treebanks.
+
+The parser only predicts HEAD and DEPREL, so the converter keeps every other column of the
+original file in ``doc.user_data``; writing a parsed corpus back then gives the input file
+with only those two columns replaced, which is what the evaluation scripts compare.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterable, Iterator
+from urllib.parse import quote, unquote
+
+import spacy
+from spacy.parts_of_speech import IDS as _SPACY_POS
+from spacy.tokens import Doc, DocBin, Span
+from spacy.vocab import Vocab
+
+FORMATS = ("conllu", "conllx")
+SENTENCES_KEY = "isbn_sentences"
+CONLL_KEY = "isbn_conll"
+
+_N_COLS = 10
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_RANGE_ID = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)")
+_EMPTY_ID = re.compile(r"(0|[1-9][0-9]*)\.([1-9][0-9]*)")
+_CONLLU_HINT = re.compile(r"#|[0-9]+[-.][0-9]+\t")
+_POS = frozenset(p for p in _SPACY_POS if p)
+_ESCAPED_FEAT = "_raw"
+# Columns kept verbatim in user_data; HEAD and DEPREL always come from the Doc.
+_KEPT_COLUMNS = ("lemma", "upos", "xpos", "feats", "deps", "misc")
+
+
+class ConllFormatError(ValueError):
+    """A malformed CoNLL file, reported as ``path:line: problem`` so editors can jump to it."""
+
+    def __init__(self, path, line: int, message: str):
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = str(path)
+        self.line = line
+        self.reason = message
+
+    def __reduce__(self):
+        # The default reduce passes only the formatted message; keep the error picklable
+        # for multiprocessing workers.
+        return type(self), (self.path, self.line, self.reason)
+
+
+@dataclass
+class ConllSentence:
+    """One sentence as written in the file: raw column strings, except FEATS ('_' -> '')
+    and HEAD (int). For CoNLL-X, ``upos``/``xpos`` are CPOSTAG/POSTAG and ``deps``/``misc``
+    are PHEAD/PDEPREL. ``comments`` and ``empty_lines`` are whole raw lines."""
+
+    words: list[str]
+    lemmas: list[str]
+    upos: list[str]
+    xpos: list[str]
+    feats: list[str]
+    heads: list[int]
+    deprels: list[str]
+    deps: list[str]
+    misc: list[str]
+    spaces: list[bool]
+    comments: list[str] = field(default_factory=list)
+    multiword: list[tuple[int, int, str, str]] = field(default_factory=list)
+    empty_lines: list[str] = field(default_factory=list)
+    first_line: int = 0
+
+
+def read_conll(path, *, fmt: str = "auto") -> Iterator[ConllSentence]:
+    """Yield the validated sentences of a CoNLL-U or CoNLL-X file, lazily."""
+    return _read(path, resolve_format(path, fmt))
+
+
+def resolve_format(path, fmt: str = "auto") -> str:
+    """Map ``fmt`` ("auto" included) to "conllu" or "conllx" for this file."""
+    if fmt in FORMATS:
+        return fmt
+    if fmt != "auto":
+        raise ValueError(f"unknown CoNLL format {fmt!r}; expected 'conllu', 'conllx' or 'auto'")
+    suffix = Path(path).suffix.lower()
+    if suffix == ".conllu":
+        return "conllu"
+    if suffix in (".conll", ".conllx"):
+        return "conllx"
+    with open(path, encoding="utf-8") as f:
+        return "conllu" if any(_CONLLU_HINT.match(line) for line in f) else "conllx"
+
+
+def _read(path, fmt: str) -> Iterator[ConllSentence]:
+    with open(path, encoding="utf-8") as f:
+        block: list[str] = []
+        start = 0
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if line.strip():
+                if not block:
+                    start = lineno
+                block.append(line)
+            elif block:
+                yield _parse_block(path, start, block, fmt)
+                block = []
+        if block:
+            yield _parse_block(path, start, block, fmt)
+
+
+def _parse_block(path, start: int, lines: list[str], fmt: str) -> ConllSentence:
+    def fail(lineno: int, message: str):
+        raise ConllFormatError(path, lineno, message)
+
+    columns: list[list[str]] = []
+    word_lines: list[int] = []
+    comments: list[str] = []
+    multiword: list[tuple[int, int, str, str]] = []
+    multiword_lines: list[int] = []
+    empty_lines: list[str] = []
+    after_range = False  # the previous line was an N-M line, which must precede word N
+    for lineno, line in enumerate(lines, start):
+        n = len(columns)
+        if line.startswith("#"):
+            if fmt == "conllx":
+                fail(lineno, "comment lines are not allowed in CoNLL-X")
+            if n or multiword or empty_lines:
+                fail(lineno, "comment line inside a sentence")
+            comments.append(line)
+            continue
+        cols = line.split("\t")
+        if len(cols) != _N_COLS:
+            fail(lineno, f"expected {_N_COLS} tab-separated columns, found {len(cols)}")
+        if "" in cols:
+            fail(lineno, f"column {cols.index('') + 1} is empty")
+        wid = cols[0]
+        if fmt == "conllu" and (m := _RANGE_ID.fullmatch(wid)):
+            first, last = int(m[1]), int(m[2])
+            if first != n + 1 or after_range or (multiword and multiword[-1][1] >= n):
+                fail(lineno, f"multiword token {wid} must come right before word {first}")
+            if last <= first:
+                fail(lineno, f"multiword token range {wid} is empty")
+            if any(c != "_" for c in cols[2:9]):
+                fail(lineno, f"multiword token {wid} may only fill FORM and MISC")
+            multiword.append((first - 1, last - 1, cols[1], cols[9]))
+            multiword_lines.append(lineno)
+            after_range = True
+            continue
+        if fmt == "conllu" and (m := _EMPTY_ID.fullmatch(wid)):
+            expected = f"{n}.{sum(1 for e in empty_lines if e.startswith(f'{n}.')) + 1}"
+            if wid != expected or after_range:
+                fail(lineno, f"empty node {wid} out of order, expected {expected}")
+            empty_lines.append(line)
+            continue
+        if not _INT.fullmatch(wid):
+            fail(lineno, f"ID {wid!r} is not an integer")
+        if int(wid) != n + 1:
+            fail(lineno, f"word ID {wid} out of order, expected {n + 1}")
+        if not _INT.fullmatch(cols[6]):
+            fail(lineno, f"HEAD {cols[6]!r} is not an integer")
+        after_range = False
+        columns.append(cols)
+        word_lines.append(lineno)
+
+    n = len(columns)
+    if not n:
+        fail(start, "sentence has no words")
+    if multiword and multiword[-1][1] >= n:
+        fail(multiword_lines[-1], f"multiword token ends after the last word {n}")
+    heads = [int(cols[6]) for cols in columns]
+    for i, head in enumerate(heads):
+        if not 0 <= head <= n:
+            fail(word_lines[i], f"HEAD {head} out of range 0..{n}")
+        if head == i + 1:
+            fail(word_lines[i], f"word {head} is its own head")
+    if 0 not in heads:
+        fail(start, "sentence has no root (no word with HEAD 0)")
+    cycle = _find_cycle(heads)
+    if cycle:
+        ids = " -> ".join(str(i + 1) for i in cycle + cycle[:1])
+        fail(word_lines[min(cycle)], f"HEAD cycle {ids}")
+
+    misc = [cols[9] for cols in columns]
+    if fmt == "conllu":
+        spaces = ["SpaceAfter=No" not in m.split("|") for m in misc]
+        for first, last, _, mwt_misc in multiword:
+            spaces[first:last] = [False] * (last - first)
+            spaces[last] = "SpaceAfter=No" not in mwt_misc.split("|")
+    else:
+        spaces = [True] * n
+    return ConllSentence(
+        words=[cols[1] for cols in columns],
+        lemmas=[cols[2] for cols in columns],
+        upos=[cols[3] for cols in columns],
+        xpos=[cols[4] for cols in columns],
+        feats=["" if cols[5] == "_" else cols[5] for cols in columns],
+        heads=heads,
+        deprels=[cols[7] for cols in columns],
+        deps=[cols[8] for cols in columns],
+        misc=misc,
+        spaces=spaces,
+        comments=comments,
+        multiword=multiword,
+        empty_lines=empty_lines,
+        first_line=start,
+    )
+
+
+def _find_cycle(heads: list[int]) -> list[int]:
+    """Return the 0-based words of one HEAD cycle, or [] if every word reaches the root."""
+    state = [0] * len(heads)  # 0 unvisited, 1 on the current path, 2 reaches the root
+    for start in range(len(heads)):
+        path = []
+        i = start
+        while i >= 0 and state[i] == 0:
+            state[i] = 1
+            path.append(i)
+            i = heads[i] - 1
+        if i >= 0 and state[i] == 1:
+            return path[path.index(i):]
+        for j in path:
+            state[j] = 2
+    return []
+
+
+def sentences_to_docs(
+    sentences: Iterable[ConllSentence], vocab: Vocab, *, n_sents: int = 10, fmt: str
+) -> list[Doc]:
+    """Group ``n_sents`` consecutive sentences per Doc, keeping the original sentence
+    boundaries and all non-parse columns in ``doc.user_data``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be 'conllu' or 'conllx', not {fmt!r}")
+    if n_sents < 1:
+        raise ValueError(f"n_sents must be at least 1, not {n_sents}")
+    docs: list[Doc] = []
+    group: list[ConllSentence] = []
+    for sentence in sentences:
+        group.append(sentence)
+        if len(group) == n_sents:
+            docs.append(_group_to_doc(group, vocab, fmt))
+            group = []
+    if group:
+        docs.append(_group_to_doc(group, vocab, fmt))
+    return docs
+
+
+def _group_to_doc(group: list[ConllSentence], vocab: Vocab, fmt: str) -> Doc:
+    words: list[str] = []
+    spaces: list[bool] = []
+    lemmas: list[str] = []
+    tags: list[str] = []
+    pos: list[str] = []
+    morphs: list[str] = []
+    heads: list[int] = []
+    deps: list[str] = []
+    bounds: list[list[int]] = []
+    records: list[dict] = []
+    for sent in group:
+        start = len(words)
+        words += sent.words
+        spaces += sent.spaces
+        lemmas += ["" if x == "_" else x for x in sent.lemmas]
+        tags += ["" if x == "_" else x for x in sent.xpos]
+        pos += [x if x in _POS else "" for x in sent.upos]
+        morphs += [morph_for_spacy(x) for x in sent.feats]
+        heads += [start + (h - 1 if h else i) for i, h in enumerate(sent.heads)]
+        deps += sent.deprels
+        bounds.append([start, len(words)])
+        records.append(_sentence_record(sent))
+    doc = Doc(
+        vocab,
+        words=words,
+        spaces=spaces,
+        lemmas=lemmas,
+        tags=tags,
+        # CoNLL-X CPOSTAGs (e.g. Danish "AN") are not UD tags; they live in user_data only.
+        pos=pos if fmt == "conllu" else None,
+        morphs=morphs,
+        heads=heads,
+        deps=deps,
+    )
+    doc.user_data[SENTENCES_KEY] = bounds
+    doc.user_data[CONLL_KEY] = {"format": fmt, "sentences": records}
+    return doc
+
+
+def _sentence_record(sent: ConllSentence) -> dict:
+    record = {
+        "lemma": list(sent.lemmas),
+        "upos": list(sent.upos),
+        "xpos": list(sent.xpos),
+        "feats": [x or "_" for x in sent.feats],
+        "deps": list(sent.deps),
+        "misc": list(sent.misc),
+    }
+    if sent.comments:
+        record["comments"] = list(sent.comments)
+    if sent.multiword:
+        record["multiword"] = [list(m) for m in sent.multiword]
+    if sent.empty_lines:
+        record["empty"] = list(sent.empty_lines)
+    return record
+
+
+def morph_for_spacy(feats: str) -> str:
+    """FEATS as spaCy can store it. spaCy keeps unique ``Name=Value`` items (sorted, so the
+    raw order lives in user_data); any other item, e.g. CoNLL-X ``nom|sg``, is percent-encoded
+    under a ``_rawN`` key so that ``morph_from_spacy`` can restore it."""
+    if not feats:
+        return ""
+    names: set[str] = set()
+    items = []
+    for n, item in enumerate(feats.split("|")):
+        name, eq, value = item.partition("=")
+        if (
+            eq
+            and name
+            and "=" not in value
+            and all(value.split(","))
+            and name not in names
+            and not name.startswith(_ESCAPED_FEAT)
+        ):
+            names.add(name)
+            items.append(item)
+        else:
+            items.append(f"{_ESCAPED_FEAT}{n}={quote(item, safe='')}")
+    return "|".join(items)
+
+
+def morph_from_spacy(morph: str) -> str:
+    """Undo ``morph_for_spacy`` (up to spaCy's feature order); '' for no features."""
+    if not morph:
+        return ""
+    return "|".join(
+        unquote(item.partition("=")[2]) if item.startswith(_ESCAPED_FEAT) else item
+        for item in morph.split("|")
+    )
+
+
+def convert(input_path, output_path, *, n_sents: int = 10, fmt: str = "auto", lang: str = "xx") -> int:
+    """Convert a CoNLL file to a ``.spacy`` DocBin with user_data; return the sentence count.
+    The whole file is validated before anything is written."""
+    fmt = resolve_format(input_path, fmt)
+    sentences = list(_read(input_path, fmt))
+    docs = sentences_to_docs(sentences, spacy.blank(lang).vocab, n_sents=n_sents, fmt=fmt)
+    data = DocBin(store_user_data=True, docs=docs).to_bytes()
+    with _atomic_open(output_path, "wb") as out:
+        out.write(data)
+    return len(sentences)
+
+
+def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu") -> int:
+    """Write the docs' current parse as CoNLL, one block per original sentence, restoring
+    the other columns from user_data; return the number of sentences written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be 'conllu' or 'conllx', not {fmt!r}")
+    count = 0
+    with _atomic_open(output_path, "w") as out:
+        for doc in docs:
+            for lines in _doc_blocks(doc, fmt):
+                out.write("\n".join(lines) + "\n\n")
+                count += 1
+    return count
+
+
+def _doc_blocks(doc: Doc, fmt: str) -> Iterator[list[str]]:
+    bounds = doc.user_data.get(SENTENCES_KEY)
+    if bounds is None:
+        if doc.has_annotation("SENT_START"):
+            bounds = [[s.start, s.end] for s in doc.sents]
+        else:
+            bounds = [[0, len(doc)]] if len(doc) else []
+    conll = doc.user_data.get(CONLL_KEY)
+    records = conll["sentences"] if conll else [None] * len(bounds)
+    if len(records) != len(bounds):
+        raise ValueError(
+            f"user_data[{CONLL_KEY!r}] has {len(records)} sentences but the doc has {len(bounds)}"
+        )
+    for (start, end), record in zip(bounds, records):
+        yield _sentence_lines(doc[start:end], record, fmt)
+
+
+def _sentence_lines(span: Span, record: dict | None, fmt: str) -> list[str]:
+    n = len(span)
+    if record is None:
+        record = _columns_from_tokens(span, fmt)
+    elif len(record["lemma"]) != n:
+        raise ValueError(
+            f"sentence at token {span.start} has {n} tokens but user_data[{CONLL_KEY!r}] "
+            f"has {len(record['lemma'])}; was the doc retokenized?"
+        )
+    lines: list[str] = []
+    multiword: dict[int, tuple[int, str, str]] = {}
+    empty: dict[int, list[str]] = {}
+    if fmt == "conllu":
+        lines += record.get("comments", [])
+        multiword = {first: (last, form, misc) for first, last, form, misc in record.get("multiword", [])}
+        for line in record.get("empty", []):
+            empty.setdefault(int(line.split(".", 1)[0]), []).append(line)
+    for i, token in enumerate(span):
+        lines += empty.get(i, [])
+        if i in multiword:
+            last, form, misc = multiword[i]
+            lines.append("\t".join([f"{i + 1}-{last + 1}", form] + ["_"] * 7 + [misc]))
+        head = token.head.i
+        head_id = head - span.start + 1 if head != token.i and span.start <= head < span.end else 0
+        lines.append(
+            "\t".join(
+                [
+                    str(i + 1),
+                    token.text,
+                    record["lemma"][i],
+                    record["upos"][i],
+                    record["xpos"][i],
+                    record["feats"][i],
+                    str(head_id),
+                    token.dep_ or "_",
+                    record["deps"][i],
+                    record["misc"][i],
+                ]
+            )
+        )
+    lines += empty.get(n, [])
+    return lines
+
+
+def _columns_from_tokens(span: Span, fmt: str) -> dict:
+    """The kept columns of a Doc that did not come from ``sentences_to_docs``."""
+    doc = span.doc
+    columns: dict[str, list[str]] = {name: [] for name in _KEPT_COLUMNS}
+    for token in span:
+        no_space = fmt == "conllu" and not token.whitespace_ and token.i + 1 < len(doc)
+        columns["lemma"].append(token.lemma_ or "_")
+        columns["upos"].append(token.pos_ or "_")
+        columns["xpos"].append(token.tag_ or "_")
+        columns["feats"].append(morph_from_spacy(str(token.morph)) or "_")
+        columns["deps"].append("_")
+        columns["misc"].append("SpaceAfter=No" if no_space else "_")
+    return columns
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def _atomic_open(path, mode: str) -> Iterator[IO]:
+    """Write to a temporary file next to ``path`` and move it into place only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding, newline=None if "b" in mode else "\n") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

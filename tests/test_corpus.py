@@ -1,0 +1,225 @@
+"""CoNLL reading, conversion to spaCy and writing back (spacy_isbn.corpus)."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+
+from spacy_isbn.corpus import (
+    ConllFormatError,
+    convert,
+    docs_to_conll,
+    morph_for_spacy,
+    morph_from_spacy,
+    read_conll,
+    resolve_format,
+    sentences_to_docs,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TINY_U = FIXTURES / "tiny.conllu"
+TINY_X = FIXTURES / "tiny.conllx"
+DATA_DIR = Path(os.environ.get("SPACY_ISBN_DATA", Path(__file__).parents[1] / ".." / "shared" / "data"))
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return spacy.blank("xx").vocab
+
+
+def to_docs(path, vocab, n_sents=10):
+    fmt = resolve_format(path)
+    return sentences_to_docs(read_conll(path), vocab, n_sents=n_sents, fmt=fmt)
+
+
+def assert_round_trip(path, docs, tmp_path, fmt):
+    out = tmp_path / f"out.{fmt}"
+    docs_to_conll(docs, out, fmt=fmt)
+    assert out.read_text(encoding="utf-8").rstrip("\n") == path.read_text(encoding="utf-8").rstrip("\n")
+
+
+@pytest.mark.parametrize("path,fmt", [(TINY_U, "conllu"), (TINY_X, "conllx")])
+@pytest.mark.parametrize("n_sents", [1, 2, 10])
+def test_round_trip(path, fmt, n_sents, vocab, tmp_path):
+    docs = to_docs(path, vocab, n_sents)
+    assert len(docs) == -(-3 // n_sents)
+    assert_round_trip(path, docs, tmp_path, fmt)
+
+
+def test_format_detection(tmp_path):
+    assert resolve_format(TINY_U) == "conllu"
+    assert resolve_format(TINY_X) == "conllx"
+    for src in (TINY_U, TINY_X):
+        copy = tmp_path / f"{src.suffix[1:]}.txt"
+        copy.write_text(src.read_text())
+        assert resolve_format(copy) == resolve_format(src)
+    with pytest.raises(ValueError):
+        resolve_format(TINY_U, "conll2009")
+
+
+def test_sentence_fields():
+    first, second, third = read_conll(TINY_U)
+    assert first.first_line == 1 and second.first_line == 12 and third.first_line == 21
+    assert first.comments == ["# sent_id = tiny-1", "# text = don't go there, Sam!"]
+    assert third.comments == []
+    assert first.heads == [3, 3, 0, 3, 6, 3, 3]
+    assert first.feats[4] == "" and first.feats[0] == "Mood=Imp|VerbForm=Fin"
+    assert first.xpos[4] == "," and first.upos[3] == "ADV"
+
+
+def test_multiword_tokens_are_syntactic_words(vocab, tmp_path):
+    sent = next(read_conll(TINY_U))
+    assert sent.words[:2] == ["do", "n't"]
+    assert sent.multiword == [(0, 1, "don't", "_")]
+    doc = to_docs(TINY_U, vocab, n_sents=1)[0]
+    assert [t.text for t in doc[:3]] == ["do", "n't", "go"]
+    assert doc[0].head.i == 2 and doc[2].dep_ == "root"
+    out = tmp_path / "out.conllu"
+    docs_to_conll([doc], out)
+    assert out.read_text().splitlines()[2] == "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_"
+
+
+def test_empty_nodes_are_skipped_and_restored(vocab, tmp_path):
+    doc = to_docs(TINY_U, vocab)[0]
+    start, end = doc.user_data["isbn_sentences"][1]
+    assert [t.text for t in doc[start:end]] == ["And", "you", ",", "tea", "?"]
+    out = tmp_path / "out.conllu"
+    docs_to_conll([doc], out)
+    lines = out.read_text().split("\n\n")[1].splitlines()
+    assert lines[5].startswith("3.1\twant\t") and lines[6].startswith("4\ttea\t")
+
+
+def test_space_after(vocab):
+    doc = to_docs(TINY_U, vocab)[0]
+    assert [t.whitespace_ == " " for t in doc[:7]] == [False, True, True, False, True, False, True]
+    for (start, end), record in zip(doc.user_data["isbn_sentences"], doc.user_data["isbn_conll"]["sentences"]):
+        text = [c for c in record.get("comments", []) if c.startswith("# text = ")]
+        if text:
+            assert doc[start:end].text == text[0][len("# text = ") :]
+    assert doc.text.startswith("don't go there, Sam! And you, tea? Sam sleeps.")
+
+
+def test_conllx_attributes(vocab):
+    doc = to_docs(TINY_X, vocab)[0]
+    assert [t.tag_ for t in doc[:2]] == ["ANP[CN][SP]U=[DI]U", "NCNPU==I"]
+    assert not doc.has_annotation("POS")
+    assert doc[0].dep_ == "ROOT" and doc[0].head.i == 0
+    assert doc[0].morph.to_dict()["gender"] == "common/neuter"
+    assert doc[0].morph.get("number") == ["sing/plur"]
+    assert all(t.whitespace_ == " " for t in doc)
+
+
+def test_multi_root_conllx_keeps_grouping(vocab, tmp_path):
+    doc = to_docs(TINY_X, vocab)[0]
+    assert doc.user_data["isbn_sentences"] == [[0, 3], [3, 12], [12, 15]]
+    roots = [t.i for t in doc[3:12] if t.head.i == t.i]
+    assert roots == [7, 10]
+    assert len(list(doc.sents)) > 3
+    out = tmp_path / "out.conll"
+    assert docs_to_conll([doc], out, fmt="conllx") == 3
+    second = out.read_text().split("\n\n")[1].splitlines()
+    assert [line.split("\t")[6] for line in second] == ["3", "3", "5", "3", "0", "5", "6", "0", "5"]
+
+
+def test_unusual_feats_are_stored_reversibly(vocab):
+    doc = to_docs(TINY_X, vocab)[0]
+    morph = str(doc[12].morph)
+    assert morph == morph_for_spacy("nom|sg|gender=common")
+    assert morph_from_spacy(morph).split("|") == ["nom", "sg", "gender=common"]
+    assert doc[0].morph.to_dict() == dict(
+        item.split("=") for item in "degree=pos|gender=common/neuter|number=sing/plur".split("|")
+    )
+    for raw in ["A=B|A=C", "x=a,,b", "_raw0=y", "a=b=c|k=v"]:
+        stored = Doc(vocab, words=["w"], morphs=[morph_for_spacy(raw)])[0].morph
+        assert sorted(morph_from_spacy(str(stored)).split("|")) == sorted(raw.split("|"))
+
+
+def test_writer_uses_current_parse(vocab, tmp_path):
+    doc = to_docs(TINY_X, vocab)[0]
+    doc[2].head = doc[4]  # "." now attached outside its sentence -> written as root
+    doc[2].dep_ = "pnct2"
+    out = tmp_path / "out.conll"
+    docs_to_conll([doc], out, fmt="conllx")
+    assert out.read_text().splitlines()[2].split("\t")[6:8] == ["0", "pnct2"]
+
+
+def test_writer_without_user_data(vocab, tmp_path):
+    docs = to_docs(TINY_U, vocab, n_sents=1)
+    for doc in docs:
+        doc.user_data.clear()
+    out = tmp_path / "out.conllu"
+    assert docs_to_conll(docs, out) == 3
+    blocks = out.read_text().rstrip("\n").split("\n\n")
+    first = [line.split("\t") for line in blocks[0].splitlines()]
+    assert first[0][:9] == ["1", "do", "do", "AUX", "VBP", "Mood=Imp|VerbForm=Fin", "3", "aux", "_"]
+    assert first[0][9] == "SpaceAfter=No"  # inside "don't"
+    assert first[3][9] == "SpaceAfter=No" and first[4][5] == "_" and first[6][9] == "_"
+    raw = Doc(vocab, words=["a", "b"])
+    docs_to_conll([raw], out)
+    assert [line.split("\t")[6] for line in out.read_text().splitlines() if line] == ["0", "0"]
+
+
+def test_file_without_final_blank_line(tmp_path):
+    path = tmp_path / "short.conllu"
+    path.write_text(TINY_U.read_text().rstrip("\n"))
+    assert len(list(read_conll(path))) == 3
+
+
+@pytest.mark.parametrize(
+    "name,line,fragment",
+    [
+        ("bad_columns.conllu", 6, "expected 10 tab-separated columns, found 9"),
+        ("bad_id.conllu", 6, "ID 'two' is not an integer"),
+        ("bad_order.conllu", 6, "word ID 3 out of order, expected 2"),
+        ("bad_head.conllu", 6, "HEAD 'x' is not an integer"),
+        ("bad_head_range.conllu", 6, "HEAD 7 out of range 0..2"),
+        ("bad_self_head.conllu", 6, "word 2 is its own head"),
+        ("bad_cycle.conllu", 6, "HEAD cycle"),
+        ("bad_multiword.conllu", 5, "multiword token ends after the last word 2"),
+        ("bad_empty_node.conllu", 6, "empty node 2.1 out of order, expected 1.1"),
+        ("bad_no_root.conllx", 4, "sentence has no root"),
+    ],
+)
+def test_malformed_files(name, line, fragment, tmp_path):
+    path = FIXTURES / name
+    with pytest.raises(ConllFormatError) as err:
+        list(read_conll(path))
+    assert str(err.value).startswith(f"{path}:{line}: ")
+    assert fragment in str(err.value)
+    assert err.value.line == line and name in str(err.value)
+    out = tmp_path / "out.spacy"
+    with pytest.raises(ConllFormatError):
+        convert(path, out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_docbin_round_trip(tmp_path):
+    for path, fmt in [(TINY_U, "conllu"), (TINY_X, "conllx")]:
+        out = tmp_path / f"{fmt}.spacy"
+        assert convert(path, out, n_sents=2, lang="en") == 3
+        docs = list(DocBin().from_disk(out).get_docs(spacy.blank("en").vocab))
+        assert len(docs) == 2
+        expected = to_docs(path, spacy.blank("en").vocab, n_sents=2)
+        # msgpack gives tuples back for lists; compare the JSON forms
+        assert json.dumps([d.user_data for d in docs]) == json.dumps([d.user_data for d in expected])
+        assert_round_trip(path, docs, tmp_path, fmt)
+
+
+@pytest.mark.parametrize(
+    "relpath,fmt",
+    [
+        ("conllx/danish_ddt/danish_ddt_train.conll", "conllx"),
+        ("ud/UD_English-EWT/en_ewt-ud-dev.conllu", "conllu"),
+    ],
+)
+def test_real_treebank_round_trip(relpath, fmt, tmp_path):
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"treebank directory {DATA_DIR} not found (set SPACY_ISBN_DATA)")
+    path = DATA_DIR / relpath
+    spacy_file = tmp_path / "corpus.spacy"
+    n = convert(path, spacy_file)
+    docs = list(DocBin().from_disk(spacy_file).get_docs(spacy.blank("xx").vocab))
+    assert sum(len(d.user_data["isbn_sentences"]) for d in docs) == n
+    assert_round_trip(path, docs, tmp_path, fmt)

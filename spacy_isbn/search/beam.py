@@ -233,6 +233,11 @@ class BeamSearch:
                     score = h.score + act_lp[r, REDUCE]
                     heapq.heappush(agenda, (-score, counter, _Hyp(
                         score, new_c, h.offset, h.sent_start_score, h.done, h.n_sents)))
+            if len(agenda) > B:
+                # the agenda is pruned to the beam width too: between shifts
+                # the search stays best-first among B pending hypotheses
+                agenda = heapq.nsmallest(B, agenda)
+                heapq.heapify(agenda)
             if pops > self.max_expansions and not shifted:
                 # out of budget: follow only the single best pending hypothesis
                 agenda = [heapq.heappop(agenda)] if agenda else []

@@ -1,0 +1,199 @@
+"""Command-line steps that ``project.yml`` calls: fetch, convert, split, evaluate.
+
+    python -m spacy_isbn.cli fetch ewt assets/ --data-dir ../shared/data
+    python -m spacy_isbn.cli convert assets/ewt/train.conllu corpus/ewt/train.spacy
+    python -m spacy_isbn.cli evaluate training/ewt/model-best corpus/ewt/test.spacy metrics/ewt.json
+"""
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import List, Optional
+
+import spacy
+import srsly
+from spacy.tokens import DocBin
+
+from .corpus.conll import convert, docs_to_conll
+from .corpus.readers import gold_tagged_doc
+from .evaluation.metrics import score_dependencies
+
+# Where each treebank lives in ../shared/data and, for people without it, upstream.
+TREEBANKS = {
+    "ewt": {
+        "local": {
+            "train": "ud/UD_English-EWT/en_ewt-ud-train.conllu",
+            "dev": "ud/UD_English-EWT/en_ewt-ud-dev.conllu",
+            "test": "ud/UD_English-EWT/en_ewt-ud-test.conllu",
+        },
+        "url": "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/en_ewt-ud-{split}.conllu",
+        "ext": "conllu",
+    },
+    "ddt": {
+        "local": {
+            "train": "conllx/danish_ddt/danish_ddt_train.conll",
+            "test": "conllx/danish_ddt/danish_ddt_test.conll",
+        },
+        "git": "https://github.com/mbkromann/copenhagen-dependency-treebank",
+        "ext": "conll",
+    },
+}
+
+
+def fetch(treebank: str, out_dir: Path, data_dir: Optional[Path]) -> None:
+    """Copy the treebank from ``data_dir`` when it is there, else download it."""
+    spec = TREEBANKS[treebank]
+    out = Path(out_dir) / treebank
+    out.mkdir(parents=True, exist_ok=True)
+    local = {s: Path(data_dir) / p for s, p in spec["local"].items()} if data_dir else {}
+    if local and all(p.exists() for p in local.values()):
+        for split, path in local.items():
+            target = out / f"{split}.{spec['ext']}"
+            shutil.copyfile(path, target)
+            print(f"copied {path} -> {target}")
+        return
+    if "url" in spec:
+        for split in spec["local"]:
+            url = spec["url"].format(split=split)
+            print(f"downloading {url}")
+            with urllib.request.urlopen(url) as resp, open(out / f"{split}.{spec['ext']}", "wb") as fh:
+                shutil.copyfileobj(resp, fh)
+        return
+    _fetch_ddt(spec["git"], out)
+
+
+def _fetch_ddt(repo: str, out: Path) -> None:
+    """The CoNLL-X split of the DDT: documents 0001-0119 test, the rest train,
+    with the DTAG node id removed from FEATS (see shared/data's README)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["git", "clone", "--depth", "1", repo, tmp], check=True)
+        files = sorted((Path(tmp) / "releases" / "cdt1+2" / "da").glob("*-da.conll"))
+        parts = {"test": [], "train": []}
+        for f in files:
+            parts["test" if int(f.name[:4]) <= 119 else "train"].append(f)
+        for split, fs in parts.items():
+            with open(out / f"{split}.conll", "w", encoding="utf8") as fh:
+                for f in fs:
+                    lines = []
+                    for line in f.read_text(encoding="utf8").strip("\n").splitlines():
+                        cols = line.split("\t")
+                        if len(cols) == 10:
+                            feats = [x for x in cols[5].split("|") if not re.match(r"id=", x)]
+                            cols[5] = "|".join(feats) or "_"
+                        lines.append("\t".join(cols).rstrip())
+                    fh.write("\n".join(lines) + "\n\n")
+
+
+def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: float) -> None:
+    """Hold out the last ``dev_fraction`` of a treebank's sentences as dev (the
+    Danish DDT has no dev split; the paper held out part of train)."""
+    blocks = Path(input_path).read_text(encoding="utf8").strip("\n").split("\n\n")
+    n_dev = max(1, int(round(len(blocks) * dev_fraction)))
+    for path, part in ((train_out, blocks[:-n_dev]), (dev_out, blocks[-n_dev:])):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("\n\n".join(part) + "\n\n", encoding="utf8")
+    print(f"{len(blocks) - n_dev} train / {n_dev} dev sentences")
+
+
+def evaluate(
+    model: Path,
+    data: Path,
+    output: Path,
+    *,
+    gold_tags: bool = True,
+    beam_width: Optional[int] = None,
+    conll_out: Optional[Path] = None,
+    batch_size: int = 64,
+) -> dict:
+    """Parse ``data`` (a .spacy file) and write LAS/UAS (punctuation excluded),
+    F1 by dependency length, sentence F1 and words/sec to ``output``.
+
+    With ``gold_tags`` the parser gets gold tokenization, tags and morphology
+    (the paper's setting) and only the parser runs; otherwise the whole
+    pipeline (e.g. tagger + morphologizer + parser) runs on the words.
+    Sentence boundaries are never given: the parser finds them."""
+    from spacy.training import Example
+
+    nlp = spacy.load(model)
+    parser_name = next(name for name, _ in nlp.pipeline if name.endswith("parser"))
+    if beam_width is not None:
+        nlp.get_pipe(parser_name).cfg["beam_width"] = beam_width
+    refs = list(DocBin().from_disk(data).get_docs(nlp.vocab))
+    if gold_tags:
+        inputs = [gold_tagged_doc(d) for d in refs]
+        names = [parser_name]
+    else:
+        inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
+                                   spaces=[bool(t.whitespace_) for t in d]) for d in refs]
+        names = [n for n, _ in nlp.pipeline]
+    with nlp.select_pipes(enable=names):
+        start = time.perf_counter()
+        preds = list(nlp.pipe(inputs, batch_size=batch_size))
+        elapsed = time.perf_counter() - start
+    for ref, pred in zip(refs, preds):
+        for key in ("isbn_sentences", "isbn_conll"):
+            if key in ref.user_data:
+                pred.user_data[key] = ref.user_data[key]
+    examples = [Example(p, r) for p, r in zip(preds, refs)]
+    n_words = sum(len(d) for d in refs)
+    result = score_dependencies(examples)
+    result.update({
+        "model": str(model), "data": str(data), "gold_tags": gold_tags,
+        "beam_width": nlp.get_pipe(parser_name).cfg.get("beam_width"),
+        "words": n_words, "seconds": elapsed, "words_per_second": n_words / max(elapsed, 1e-9),
+    })
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    srsly.write_json(output, result)
+    if conll_out is not None:
+        fmt = "conllx" if str(conll_out).endswith((".conll", ".conllx")) else "conllu"
+        docs_to_conll(preds, conll_out, fmt=fmt)
+    print(json.dumps({k: result[k] for k in ("las", "uas", "words_per_second")}, indent=1))
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    ap = argparse.ArgumentParser(prog="spacy-isbn")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("fetch", help="get a treebank (copy from --data-dir or download)")
+    p.add_argument("treebank", choices=sorted(TREEBANKS))
+    p.add_argument("out_dir", type=Path)
+    p.add_argument("--data-dir", type=Path, default=None)
+    p = sub.add_parser("convert", help="CoNLL-X/CoNLL-U -> .spacy")
+    p.add_argument("input", type=Path)
+    p.add_argument("output", type=Path)
+    p.add_argument("--n-sents", type=int, default=10)
+    p.add_argument("--format", default="auto", choices=["auto", "conllu", "conllx"])
+    p.add_argument("--lang", default="xx")
+    p = sub.add_parser("split", help="hold out the end of a CoNLL file as dev")
+    p.add_argument("input", type=Path)
+    p.add_argument("train_out", type=Path)
+    p.add_argument("dev_out", type=Path)
+    p.add_argument("--dev-fraction", type=float, default=0.05)
+    p = sub.add_parser("evaluate", help="parse a .spacy file and write metrics JSON")
+    p.add_argument("model", type=Path)
+    p.add_argument("data", type=Path)
+    p.add_argument("output", type=Path)
+    p.add_argument("--pipeline-tags", action="store_true", help="run the whole pipeline instead of gold tags")
+    p.add_argument("--beam-width", type=int, default=None)
+    p.add_argument("--conll-out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.cmd == "fetch":
+        fetch(args.treebank, args.out_dir, args.data_dir)
+    elif args.cmd == "convert":
+        n = convert(args.input, args.output, n_sents=args.n_sents, fmt=args.format, lang=args.lang)
+        print(f"{args.input}: {n} sentences -> {args.output}")
+    elif args.cmd == "split":
+        split_dev(args.input, args.train_out, args.dev_out, args.dev_fraction)
+    elif args.cmd == "evaluate":
+        evaluate(args.model, args.data, args.output, gold_tags=not args.pipeline_tags,
+                 beam_width=args.beam_width, conll_out=args.conll_out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

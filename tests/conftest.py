@@ -1,0 +1,39 @@
+import os
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+DATA_DIR = Path(os.environ.get("SPACY_ISBN_DATA", Path(__file__).parents[1] / ".." / "shared" / "data"))
+
+# (words, tags, heads as absolute 0-based indices, labels)
+TINY_TREEBANK = [
+    ("the dog barks".split(), ["DT", "NN", "VBZ"], [1, 2, 2], ["det", "nsubj", "root"]),
+    ("a cat sees the dog".split(), ["DT", "NN", "VBZ", "DT", "NN"], [1, 2, 2, 4, 2],
+     ["det", "nsubj", "root", "det", "obj"]),
+    ("dogs chase big cats".split(), ["NNS", "VBP", "JJ", "NNS"], [1, 1, 3, 1],
+     ["nsubj", "root", "amod", "obj"]),
+    ("the old man sleeps".split(), ["DT", "JJ", "NN", "VBZ"], [2, 2, 3, 3],
+     ["det", "amod", "nsubj", "root"]),
+    ("cats sleep".split(), ["NNS", "VBP"], [1, 1], ["nsubj", "root"]),
+]
+
+
+def make_doc(vocab, words, tags, heads=None, deps=None):
+    morphs = ["Number=Plur" if t == "NNS" else ("Number=Sing" if t == "NN" else "") for t in tags]
+    return Doc(vocab, words=words, tags=tags, morphs=morphs, heads=heads, deps=deps)
+
+
+@pytest.fixture
+def nlp():
+    return spacy.blank("en")
+
+
+@pytest.fixture
+def tiny_examples(nlp):
+    return [
+        Example(make_doc(nlp.vocab, w, t), make_doc(nlp.vocab, w, t, h, d))
+        for w, t, h, d in TINY_TREEBANK
+    ]

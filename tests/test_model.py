@@ -1,0 +1,163 @@
+"""The ISBN model: gradients, normalisation of every decision distribution."""
+import numpy
+import pytest
+
+from spacy_isbn.model.derivation import DerivationBatch, build_derivation
+from spacy_isbn.model.features import FeatureExtractor, SentenceInputs, parse_templates
+from spacy_isbn.model.isbn import ISBNScorer, build_isbn_model
+from spacy_isbn.model.lexicon import Lexicon, TokenRecord
+from spacy_isbn.transitions.arc_eager import (
+    LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_RELATIONS, REDUCE, RIGHT, SHIFT,
+    Configuration, oracle_derivation,
+)
+
+from .conftest import TINY_TREEBANK
+
+
+def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
+    toks = [[TokenRecord(w.lower(), t, t[:2], "Number=Sing" if t == "NN" else "")
+             for w, t in zip(words, tags)] for words, tags, _, _ in TINY_TREEBANK]
+    arcs = []
+    for words, tags, heads, labels in TINY_TREEBANK:
+        for i, (h, lab) in enumerate(zip(heads, labels)):
+            kind = LABELS_ROOT if h == i else (LABELS_LEFT if h > i else LABELS_RIGHT)
+            arcs.append((lab, kind))
+    lex = Lexicon(cutoff=1).build(toks, arcs)
+    ext = FeatureExtractor(parse_templates(features), lex)
+    model = build_isbn_model(hidden_width=width, features=features,
+                             latent_edges=latent_edges, init_scale=0.5)
+    for dim, value in dict(nF=ext.n_rows, nL=lex.n_labels, nT=len(lex.tags),
+                           nB=len(lex.bundles), nV=len(lex.forms)).items():
+        model.set_dim(dim, value)
+    model.attrs["bundle_ranges"] = lex.bundle_ranges
+    model.attrs["form_ranges"] = lex.form_ranges
+    model.attrs["label_masks"] = lex.label_kinds
+    model.initialize()
+    derivs = []
+    for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
+        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
+        derivs.append(build_derivation(SentenceInputs(tk, lex), gold,
+                                       [0] + [lex.label_ids[x] for x in labels],
+                                       ext, lex.end_tag, multiroot))
+    return model, lex, ext, toks, derivs
+
+
+@pytest.mark.parametrize("latent_edges", [True, False])
+def test_gradient_matches_finite_differences(latent_edges):
+    model, lex, ext, toks, derivs = _setup(latent_edges=latent_edges)
+    model.ops.xp.random.seed(0)
+    batch = DerivationBatch.from_derivations(derivs)
+    ll, backprop = model(batch, is_train=True)
+    backprop(numpy.ones_like(ll))
+    rng = numpy.random.RandomState(0)
+    names = ["E", "b", "Wa", "Wt", "Wb", "Wf", "bf", "Wl"] + (["W"] if latent_edges else [])
+    for name in names:
+        param, grad = model.get_param(name), model.get_grad(name)
+        for _ in range(4):
+            idx = tuple(rng.randint(s) for s in param.shape)
+            old = param[idx]
+            param[idx] = old + 1e-2
+            up = model(batch, is_train=False)[0].sum()
+            param[idx] = old - 1e-2
+            down = model(batch, is_train=False)[0].sum()
+            param[idx] = old
+            assert grad[idx] == pytest.approx((up - down) / 2e-2, abs=2e-3, rel=2e-2), name
+    if not latent_edges:
+        assert not model.get_grad("W").any()
+
+
+@pytest.mark.parametrize("multiroot", [False, True])
+def test_decision_distributions_sum_to_one(multiroot):
+    """In every configuration along the gold derivations, the probabilities of
+    all legal complete next decisions (action x label, or shift x tag x bundle
+    x form, END included where legal) sum to 1."""
+    model, lex, ext, toks, derivs = _setup(multiroot=multiroot)
+    scorer = ISBNScorer(model)
+    for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
+        inputs = SentenceInputs(tk, lex)
+        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
+        decisions = oracle_derivation(gold, [0] + [lex.label_ids[x] for x in labels], multiroot)
+        config = Configuration(inputs.n, multiroot)
+        rng = numpy.random.RandomState(1)
+        for action, label in decisions:
+            parents = rng.uniform(size=(1, N_RELATIONS * scorer.nH)).astype("float32")
+            feats = numpy.full((1, ext.width), -1, dtype="int32")
+            ext.extract(config, inputs, feats[0])
+            H = scorer.states(parents, feats)
+            legal = config.legal_actions()
+            act = numpy.exp(scorer.actions(H, numpy.array([legal])))[0]
+            total = 0.0
+            for a in (LEFT, RIGHT):
+                if legal[a]:
+                    total += act[a] * numpy.exp(scorer.labels(H[0], a, config.label_kind(a))).sum()
+            if legal[REDUCE]:
+                total += act[REDUCE]
+            if legal[SHIFT]:
+                end_legal = numpy.array([config.end_is_legal()])
+                p_shift = numpy.exp(scorer.word(H, end_legal, scorer.nT, -1, -1))[0]
+                for tag in range(len(lex.tags)):
+                    lo, hi = lex.bundle_ranges[tag]
+                    flo, fhi = lex.form_ranges[tag]
+                    for bundle in range(lo, hi):
+                        for form in range(flo, fhi):
+                            p_shift += numpy.exp(scorer.word(H, end_legal, tag, bundle, form))[0]
+                total += act[SHIFT] * p_shift
+            assert total == pytest.approx(1.0, abs=1e-4)
+            config.apply(action, label)
+
+
+def test_forward_log_likelihood_matches_step_scorer():
+    """The batched training pass and the step-wise scorer used by the search
+    give the same log P(tree, words) for each gold derivation."""
+    model, lex, ext, toks, derivs = _setup()
+    ll, _ = model(DerivationBatch.from_derivations(derivs), is_train=False)
+    scorer = ISBNScorer(model)
+    for (words, tags, heads, labels), tk, expected in zip(TINY_TREEBANK, toks, ll):
+        inputs = SentenceInputs(tk, lex)
+        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
+        decisions = oracle_derivation(gold, [0] + [lex.label_ids[x] for x in labels])
+        states = []
+
+        def state(config):
+            src = config.sources()
+            parents = numpy.concatenate([
+                states[s] if s >= 0 else numpy.zeros(scorer.nH, "float32") for s in src
+            ])[None, :]
+            feats = numpy.full((1, ext.width), -1, dtype="int32")
+            if states:
+                ext.extract(config, inputs, feats[0])
+            else:
+                feats[0, 0] = 0
+            states.append(scorer.states(parents, feats)[0])
+            config.register_state(len(states) - 1)
+            return states[-1][None, :]
+
+        config = Configuration(inputs.n)
+        H = state(config)
+        total = scorer.word(H, numpy.array([False]), inputs.gen_tag[0],
+                            inputs.gen_bundle[0], inputs.gen_form[0])[0]
+        for action, label in decisions:
+            H = state(config)
+            total += scorer.actions(H, numpy.array([config.legal_actions()]))[0, action]
+            if action in (LEFT, RIGHT):
+                total += scorer.labels(H[0], action, config.label_kind(action))[label]
+            elif action == SHIFT:
+                k = config.front
+                end = numpy.array([config.end_is_legal()])
+                if k < inputs.n:
+                    total += scorer.word(H, end, inputs.gen_tag[k], inputs.gen_bundle[k],
+                                         inputs.gen_form[k])[0]
+                else:
+                    total += scorer.word(H, end, scorer.nT, -1, -1)[0]
+            config.apply(action, label)
+        assert total == pytest.approx(float(expected), abs=1e-3)
+
+
+def test_unknown_approximation_is_an_error():
+    with pytest.raises(ValueError, match="meanfield"):
+        build_isbn_model(approximation="meanfield")
+
+
+def test_unknown_feature_template_is_an_error():
+    with pytest.raises(ValueError, match="unknown feature template"):
+        parse_templates("S0.form,S9.tag")

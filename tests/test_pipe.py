@@ -1,0 +1,126 @@
+"""The isbn_parser component end to end on a tiny hand-made treebank."""
+import math
+import subprocess
+import sys
+
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from .conftest import TINY_TREEBANK, make_doc
+
+
+@pytest.fixture(scope="module")
+def trained():
+    nlp = spacy.blank("en")
+    examples = [
+        Example(make_doc(nlp.vocab, w, t), make_doc(nlp.vocab, w, t, h, d))
+        for w, t, h, d in TINY_TREEBANK
+    ]
+    parser = nlp.add_pipe("isbn_parser", config={"cutoff": 1, "model": {"hidden_width": 32}})
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(300):
+        losses = nlp.update(examples, sgd=optimizer)
+    assert losses["isbn_parser"] < 3.0
+    return nlp, parser, examples
+
+
+@pytest.mark.parametrize("beam_width", [1, 10])
+def test_tiny_treebank_is_learned(trained, beam_width):
+    nlp, parser, examples = trained
+    parser.cfg["beam_width"] = beam_width
+    scores = nlp.evaluate(examples)
+    assert scores["dep_uas"] == 1.0 and scores["dep_las"] == 1.0
+
+
+def test_sentence_boundaries_found_by_the_model(trained):
+    """A doc of several sentences without boundaries is split by the search."""
+    nlp, parser, examples = trained
+    parser.cfg["beam_width"] = 10
+    words, tags, heads, deps = [], [], [], []
+    for w, t, h, d in TINY_TREEBANK:
+        heads += [x + len(words) for x in h]
+        words += w
+        tags += t
+        deps += d
+    gold = make_doc(nlp.vocab, words, tags, heads, deps)
+    scores = nlp.evaluate([Example(make_doc(nlp.vocab, words, tags), gold)])
+    assert scores["sents_f"] == 1.0 and scores["dep_las"] == 1.0
+    doc = nlp(make_doc(nlp.vocab, words, tags))
+    assert len(list(doc.sents)) == len(TINY_TREEBANK)
+    sent_lps = [s._.isbn_logprob for s in doc.sents]
+    assert all(lp is not None and lp < 0 for lp in sent_lps)
+    assert doc._.isbn_logprob == pytest.approx(sum(sent_lps))
+    # the beam's log P(words) sums over analyses, so it is at least the best one's
+    assert doc._.isbn_words_logprob >= doc._.isbn_logprob - 1e-6
+    assert len(doc._.isbn_kbest) > 1
+    best_lp, best_tree = doc._.isbn_kbest[0]
+    assert best_lp == pytest.approx(doc._.isbn_logprob)
+    assert [h for h, _ in best_tree] == [t.head.i for t in doc]
+
+
+def test_preset_boundaries_are_respected(trained):
+    nlp, parser, _ = trained
+    w, t, _, _ = TINY_TREEBANK[1]
+    doc = make_doc(nlp.vocab, w, t)
+    doc[2].is_sent_start = True
+    for tok in doc[1:]:
+        if tok.i != 2:
+            tok.is_sent_start = False
+    doc = nlp(doc)
+    assert [s.start for s in doc.sents] == [0, 2]
+    assert all(sum(1 for tok in s if tok.head == tok) == 1 for s in doc.sents)
+
+
+def test_empty_and_long_docs(trained):
+    nlp, parser, _ = trained
+    parser.cfg["beam_width"] = 3
+    empty = nlp(Doc(nlp.vocab, words=[]))
+    assert len(empty) == 0 and empty._.isbn_logprob == 0.0
+    words = ["zebra"] * 300  # unseen word, one sentence of 300 tokens
+    doc = make_doc(nlp.vocab, words, ["NN"] * 300)
+    for tok in doc[1:]:
+        tok.is_sent_start = False
+    doc = nlp(doc)
+    assert sum(1 for tok in doc if tok.head == tok) == 1
+    assert math.isfinite(doc._.isbn_logprob)
+
+
+def test_serialization_gives_identical_parses(trained, tmp_path):
+    nlp, parser, examples = trained
+    parser.cfg["beam_width"] = 5
+    docs = [make_doc(nlp.vocab, w, t) for w, t, _, _ in TINY_TREEBANK]
+    before = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(docs)]
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    docs = [make_doc(loaded.vocab, w, t) for w, t, _, _ in TINY_TREEBANK]
+    after = [[(t.head.i, t.dep_) for t in d] for d in loaded.pipe(docs)]
+    assert before == after
+    assert loaded.get_pipe("isbn_parser").cfg["beam_width"] == 5
+    nlp2 = spacy.blank("en")
+    p2 = nlp2.add_pipe("isbn_parser", config={"model": {"hidden_width": 32}})
+    p2.from_bytes(parser.to_bytes())
+    assert p2.labels == parser.labels
+    docs = [make_doc(nlp2.vocab, w, t) for w, t, _, _ in TINY_TREEBANK]
+    assert [[(t.head.i, t.dep_) for t in d] for d in nlp2.pipe(docs)] == before
+
+
+def test_update_without_annotation_is_harmless():
+    nlp = spacy.blank("en")
+    parser = nlp.add_pipe("isbn_parser")
+    with pytest.raises(ValueError, match="no sentence"):
+        nlp.initialize(lambda: [Example.from_dict(nlp.make_doc("no trees here"), {})])
+
+
+def test_factory_and_architecture_via_entry_points():
+    """A fresh interpreter finds the factory without importing spacy_isbn."""
+    code = (
+        "import spacy, sys\n"
+        "nlp = spacy.blank('en')\n"
+        "p = nlp.add_pipe('isbn_parser')\n"
+        "assert 'spacy_isbn' in type(p).__module__\n"
+        "print(nlp.config['components']['isbn_parser']['model']['@architectures'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "spacy_isbn.ISBNParser.v1"

@@ -21,7 +21,7 @@ import srsly
 from spacy.tokens import DocBin
 
 from .corpus.conll import convert, docs_to_conll
-from .corpus.readers import gold_tagged_doc
+from .corpus.readers import gold_tagged_doc, sentence_starts
 from .evaluation.metrics import score_dependencies
 
 # Where each treebank lives in ../shared/data and, for people without it, upstream.
@@ -101,12 +101,44 @@ def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: fl
     print(f"{len(blocks) - n_dev} train / {n_dev} dev sentences")
 
 
+def prepare(treebank: str, asset_dir: Path, corpus_dir: Path, dev_fraction: float) -> None:
+    """Convert a fetched treebank to train/dev/test .spacy files; a treebank
+    without a dev split gets the end of its train file held out."""
+    ext = TREEBANKS[treebank]["ext"]
+    asset_dir, corpus_dir = Path(asset_dir), Path(corpus_dir)
+    lang = {"ewt": "en", "ddt": "da"}[treebank]
+    sources = {split: asset_dir / f"{split}.{ext}" for split in ("train", "dev", "test")}
+    if not sources["dev"].exists():
+        held_out = corpus_dir / "split"
+        split_dev(sources["train"], held_out / f"train.{ext}", held_out / f"dev.{ext}", dev_fraction)
+        sources["train"], sources["dev"] = held_out / f"train.{ext}", held_out / f"dev.{ext}"
+    for split, source in sources.items():
+        n = convert(source, corpus_dir / f"{split}.spacy", lang=lang)
+        print(f"{source}: {n} sentences -> {corpus_dir / f'{split}.spacy'}")
+
+
+def set_beam(model: Path, beam_width: int) -> None:
+    """Make ``beam_width`` the default of a saved pipeline's isbn_parser."""
+    config_path = Path(model) / "config.cfg"
+    config = spacy.util.load_config(config_path)
+    for name, comp in config["components"].items():
+        if comp.get("factory") == "isbn_parser":
+            comp["beam_width"] = beam_width
+            cfg_path = Path(model) / name / "cfg"
+            cfg = srsly.read_json(cfg_path)
+            cfg["beam_width"] = beam_width
+            srsly.write_json(cfg_path, cfg)
+    config.to_disk(config_path)
+    print(f"{model}: beam_width = {beam_width}")
+
+
 def evaluate(
     model: Path,
     data: Path,
     output: Path,
     *,
     gold_tags: bool = True,
+    gold_sentences: bool = True,
     beam_width: Optional[int] = None,
     conll_out: Optional[Path] = None,
     batch_size: int = 64,
@@ -117,7 +149,8 @@ def evaluate(
     With ``gold_tags`` the parser gets gold tokenization, tags and morphology
     (the paper's setting) and only the parser runs; otherwise the whole
     pipeline (e.g. tagger + morphologizer + parser) runs on the words.
-    Sentence boundaries are never given: the parser finds them."""
+    With ``gold_sentences`` the gold sentence boundaries are given (the
+    CoNLL-X setting); without, the parser finds them itself."""
     from spacy.training import Example
 
     nlp = spacy.load(model)
@@ -126,11 +159,13 @@ def evaluate(
         nlp.get_pipe(parser_name).cfg["beam_width"] = beam_width
     refs = list(DocBin().from_disk(data).get_docs(nlp.vocab))
     if gold_tags:
-        inputs = [gold_tagged_doc(d) for d in refs]
+        inputs = [gold_tagged_doc(d, gold_sentences) for d in refs]
         names = [parser_name]
     else:
         inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
-                                   spaces=[bool(t.whitespace_) for t in d]) for d in refs]
+                                   spaces=[bool(t.whitespace_) for t in d],
+                                   sent_starts=sentence_starts(d) if gold_sentences else None)
+                  for d in refs]
         names = [n for n, _ in nlp.pipeline]
     with nlp.select_pipes(enable=names):
         start = time.perf_counter()
@@ -145,6 +180,7 @@ def evaluate(
     result = score_dependencies(examples)
     result.update({
         "model": str(model), "data": str(data), "gold_tags": gold_tags,
+        "gold_sentences": gold_sentences,
         "beam_width": nlp.get_pipe(parser_name).cfg.get("beam_width"),
         "words": n_words, "seconds": elapsed, "words_per_second": n_words / max(elapsed, 1e-9),
     })
@@ -175,11 +211,21 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("train_out", type=Path)
     p.add_argument("dev_out", type=Path)
     p.add_argument("--dev-fraction", type=float, default=0.05)
+    p = sub.add_parser("prepare", help="convert a fetched treebank (train/dev/test) to .spacy")
+    p.add_argument("treebank", choices=sorted(TREEBANKS))
+    p.add_argument("asset_dir", type=Path)
+    p.add_argument("corpus_dir", type=Path)
+    p.add_argument("--dev-fraction", type=float, default=0.05)
+    p = sub.add_parser("set-beam", help="set the default beam width of a saved pipeline")
+    p.add_argument("model", type=Path)
+    p.add_argument("beam_width", type=int)
     p = sub.add_parser("evaluate", help="parse a .spacy file and write metrics JSON")
     p.add_argument("model", type=Path)
     p.add_argument("data", type=Path)
     p.add_argument("output", type=Path)
     p.add_argument("--pipeline-tags", action="store_true", help="run the whole pipeline instead of gold tags")
+    p.add_argument("--parser-sentences", action="store_true",
+                   help="do not give gold sentence boundaries: the parser finds them")
     p.add_argument("--beam-width", type=int, default=None)
     p.add_argument("--conll-out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -190,9 +236,13 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(f"{args.input}: {n} sentences -> {args.output}")
     elif args.cmd == "split":
         split_dev(args.input, args.train_out, args.dev_out, args.dev_fraction)
+    elif args.cmd == "prepare":
+        prepare(args.treebank, args.asset_dir, args.corpus_dir, args.dev_fraction)
+    elif args.cmd == "set-beam":
+        set_beam(args.model, args.beam_width)
     elif args.cmd == "evaluate":
         evaluate(args.model, args.data, args.output, gold_tags=not args.pipeline_tags,
-                 beam_width=args.beam_width, conll_out=args.conll_out)
+                 gold_sentences=not args.parser_sentences, beam_width=args.beam_width, conll_out=args.conll_out)
 
 
 if __name__ == "__main__":

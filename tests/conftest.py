@@ -21,9 +21,12 @@ TINY_TREEBANK = [
 ]
 
 
-def make_doc(vocab, words, tags, heads=None, deps=None):
+def make_doc(vocab, words, tags, heads=None, deps=None, one_sentence=False):
+    """A doc with gold tags; ``one_sentence`` marks it as a single sentence."""
     morphs = ["Number=Plur" if t == "NNS" else ("Number=Sing" if t == "NN" else "") for t in tags]
-    return Doc(vocab, words=words, tags=tags, morphs=morphs, heads=heads, deps=deps)
+    sent_starts = [True] + [False] * (len(words) - 1) if one_sentence else None
+    return Doc(vocab, words=words, tags=tags, morphs=morphs, heads=heads, deps=deps,
+               sent_starts=sent_starts)
 
 
 @pytest.fixture
@@ -34,6 +37,6 @@ def nlp():
 @pytest.fixture
 def tiny_examples(nlp):
     return [
-        Example(make_doc(nlp.vocab, w, t), make_doc(nlp.vocab, w, t, h, d))
+        Example(make_doc(nlp.vocab, w, t, one_sentence=True), make_doc(nlp.vocab, w, t, h, d))
         for w, t, h, d in TINY_TREEBANK
     ]

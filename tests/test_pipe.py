@@ -15,7 +15,7 @@ from .conftest import TINY_TREEBANK, make_doc
 def trained():
     nlp = spacy.blank("en")
     examples = [
-        Example(make_doc(nlp.vocab, w, t), make_doc(nlp.vocab, w, t, h, d))
+        Example(make_doc(nlp.vocab, w, t, one_sentence=True), make_doc(nlp.vocab, w, t, h, d))
         for w, t, h, d in TINY_TREEBANK
     ]
     parser = nlp.add_pipe("isbn_parser", config={"cutoff": 1, "model": {"hidden_width": 32}})

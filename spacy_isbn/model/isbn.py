@@ -21,7 +21,7 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats1d
 
-from ..transitions.arc_eager import N_ACTIONS, N_RELATIONS, RIGHT
+from ..transitions.arc_eager import LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, N_ACTIONS, N_RELATIONS, RIGHT
 from .derivation import DerivationBatch
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
@@ -292,27 +292,43 @@ class ISBNScorer:
         logits = self.p["Wl"][lo: lo + self.nL] @ h + self.p["bl"][lo: lo + self.nL]
         return _masked_log_softmax(logits[None, :], self.label_masks[kind][None, :])[0]
 
-    def tags(self, H) -> numpy.ndarray:
-        """(N, nT+1) unmasked tag log-probs; column nT is end of sentence.
-        The caller applies Phi(END) and renormalises (see ``word``)."""
-        return H @ self.p["Wt"].T + self.p["bt"]
+    def arc_labels(self, H, root_top) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """(N, nL) label log-probs of a left arc and of a right arc for each
+        state; ``root_top`` marks states whose stack top is the root node."""
+        logits = H @ self.p["Wl"].T + self.p["bl"]
+        nL = self.nL
+        left = _masked_log_softmax(logits[:, :nL], self.label_masks[LABELS_LEFT][None, :])
+        right_mask = numpy.where(root_top[:, None], self.label_masks[LABELS_ROOT][None, :],
+                                 self.label_masks[LABELS_RIGHT][None, :])
+        right = _masked_log_softmax(logits[:, nL:], right_mask)
+        return left, right
+
+    def _tag_logprobs(self, H, end_legal) -> numpy.ndarray:
+        logits = H @ self.p["Wt"].T + self.p["bt"]
+        logits[~end_legal, self.nT] = -numpy.inf
+        mx = logits.max(axis=1, keepdims=True)
+        return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=1, keepdims=True)) + mx)
+
+    def _in_range(self, H, W: str, b: str, ranges, tag: int, target: int) -> numpy.ndarray:
+        lo, hi = ranges[tag]
+        logits = H @ self.p[W][lo:hi].T + self.p[b][lo:hi]
+        mx = logits.max(axis=1, keepdims=True)
+        return logits[:, target - lo] - (numpy.log(numpy.exp(logits - mx).sum(axis=1)) + mx[:, 0])
+
+    def end(self, H, end_legal) -> numpy.ndarray:
+        """log P(end of sentence | state) (-inf where Phi forbids it)."""
+        return self._tag_logprobs(H, end_legal)[:, self.nT]
+
+    def shift(self, H, end_legal, tag: int, bundle: int, form: int):
+        """(log P(END), log P(tag, bundle, form)) for the word after a shift."""
+        tag_lp = self._tag_logprobs(H, end_legal)
+        cont = (tag_lp[:, tag]
+                + self._in_range(H, "Wb", "bb", self.bundle_ranges, tag, bundle)
+                + self._in_range(H, "Wf", "bf", self.form_ranges, tag, form))
+        return tag_lp[:, self.nT], cont
 
     def word(self, H, end_legal: numpy.ndarray, tag: int, bundle: int, form: int) -> numpy.ndarray:
         """log P(tag, bundle, form | state) of one word for N states; tag = nT means END."""
-        logits = self.tags(H)
-        mask = numpy.ones_like(logits, dtype=bool)
-        mask[:, self.nT] = end_legal
-        lp = _masked_log_softmax(logits, mask)[:, tag]
         if tag == self.nT:
-            return lp
-        for (W, b, ranges, target) in (
-            ("Wb", "bb", self.bundle_ranges, bundle),
-            ("Wf", "bf", self.form_ranges, form),
-        ):
-            lo, hi = ranges[tag]
-            logits = H @ self.p[W][lo:hi].T + self.p[b][lo:hi]
-            mx = logits.max(axis=1, keepdims=True)
-            lse = numpy.log(numpy.exp(logits - mx).sum(axis=1)) + mx[:, 0]
-            lp = lp + logits[:, target - lo] - lse
-        return lp
-
+            return self.end(H, end_legal)
+        return self.shift(H, end_legal, tag, bundle, form)[1]

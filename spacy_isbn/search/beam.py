@@ -140,127 +140,133 @@ class BeamSearch:
         )
 
     def _advance(self, beam, j, must_end, may_end, pool, view, start_sentence):
-        """Expand best-first until the beam's hypotheses have shifted word j."""
+        """Expand best-first until the beam's hypotheses have shifted word j.
+
+        Children are kept as (score, parent, decision) and only copied into a
+        configuration of their own when popped, so pruned ones cost nothing."""
         B, K = self.beam_width, self.label_top_k
-        agenda = [(-h.score, i, h) for i, h in enumerate(beam)]
+        agenda = [(-h.score, i, h, -1, -1) for i, h in enumerate(beam)]
         heapq.heapify(agenda)
         counter = len(agenda)
-        shifted: List[_Hyp] = []  # a min-heap by score, at most B
+        shifted: list = []  # min-heap of (score, counter, parent, continue?) at most B
         pops = 0
+        n_seg = view(0).n
         while agenda:
-            threshold = shifted[0].score if len(shifted) >= B else NEG_INF
-            # take the best pending hypotheses that can still enter the beam
-            batch = []
+            threshold = shifted[0][0] if len(shifted) >= B else NEG_INF
+            batch = []  # the best pending hypotheses that can still enter the beam
             while agenda and len(batch) < B:
-                neg, _, h = heapq.heappop(agenda)
+                neg, _, parent, action, label = heapq.heappop(agenda)
                 if -neg <= threshold:
                     agenda = []
                     break
-                batch.append(h)
+                batch.append(_materialize(-neg, parent, action, label))
             if not batch:
                 break
             pops += len(batch)
             if pops > self.max_expansions and shifted:
                 break
+            N = len(batch)
             configs = [h.config for h in batch]
             src = numpy.array([c.sources() for c in configs], dtype="int64")
-            feats = numpy.full((len(batch), self.extractor.width), -1, dtype="int32")
-            for i, (h, c) in enumerate(zip(batch, configs)):
-                self.extractor.extract(c, view(h.offset), feats[i])
+            feats = numpy.full((N, self.extractor.width), -1, dtype="int32")
+            for i, h in enumerate(batch):
+                self.extractor.extract(h.config, view(h.offset), feats[i])
             H = self.scorer.states(pool.gather(src), feats)
             ids = pool.add(H)
-            masks = numpy.zeros((len(batch), N_ACTIONS), dtype=bool)
-            for i, (h, c) in enumerate(zip(batch, configs)):
+            masks = numpy.zeros((N, N_ACTIONS), dtype=bool)
+            end_legal = numpy.zeros(N, dtype=bool)
+            root_top = numpy.zeros(N, dtype=bool)
+            offsets = numpy.zeros(N, dtype="int64")
+            for i, c in enumerate(configs):
                 c.register_state(int(ids[i]))
                 masks[i] = c.legal_actions(front_is_last=must_end)
+                end_legal[i] = c.end_is_legal()
+                root_top[i] = c.stack[-1] == 0
+                offsets[i] = batch[i].offset
             act_lp = self.scorer.actions(H, masks)
-            # Shift: generate the next word in this sentence, or end it
-            end_legal = numpy.array([c.end_is_legal() for c in configs], dtype=bool)
-            rows = numpy.nonzero(numpy.isfinite(act_lp[:, SHIFT]))[0]
-            if rows.size:
-                end_lp = self.scorer.word(H[rows], end_legal[rows], self.end_tag, -1, -1)
-                cont_lp = numpy.full(rows.size, NEG_INF)
-                if not must_end:
-                    offsets = numpy.array([batch[r].offset for r in rows])
-                    for offset in numpy.unique(offsets):
-                        sub = numpy.nonzero(offsets == offset)[0]
-                        v, k = view(int(offset)), j + 1 - int(offset)
-                        cont_lp[sub] = self.scorer.word(
-                            H[rows[sub]], end_legal[rows[sub]],
-                            v.gen_tag[k], v.gen_bundle[k], v.gen_form[k],
-                        )
-                for r_i, r in enumerate(rows):
-                    h, c = batch[r], configs[r]
-                    base = h.score + act_lp[r, SHIFT]
-                    if numpy.isfinite(cont_lp[r_i]):
-                        new_c = c.copy()
-                        new_c.apply(SHIFT)
-                        self._offer(shifted, _Hyp(base + cont_lp[r_i], new_c, h.offset,
-                                                  h.sent_start_score, h.done, h.n_sents))
-                    if may_end and numpy.isfinite(end_lp[r_i]):
-                        new_c = c.copy()
-                        new_c.apply(SHIFT)
-                        size = j + 1 - h.offset
-                        score = base + end_lp[r_i]
-                        sent = ParsedSentence(h.offset, new_c.heads[1: size + 1],
-                                              new_c.labels[1: size + 1],
-                                              float(score - h.sent_start_score))
-                        done = (h.done, sent)
-                        if j + 1 < view(0).n:
-                            nh = start_sentence(j + 1, score, done, h.n_sents + 1)
-                        else:
-                            nh = _Hyp(score, new_c, h.offset, score, done, h.n_sents + 1)
-                        self._offer(shifted, nh)
-            # arcs (top-k labels) and reduce go back on the agenda
-            for r, (h, c) in enumerate(zip(batch, configs)):
-                for action in (LEFT, RIGHT):
-                    if not numpy.isfinite(act_lp[r, action]):
-                        continue
-                    lab_lp = self.scorer.labels(H[r], action, c.label_kind(action))
-                    legal = numpy.nonzero(numpy.isfinite(lab_lp))[0]
-                    top = legal[numpy.argsort(-lab_lp[legal])[:K]]
-                    for lab in top:
-                        new_c = c.copy()
-                        new_c.apply(action, int(lab))
-                        counter += 1
-                        score = h.score + act_lp[r, action] + lab_lp[lab]
-                        heapq.heappush(agenda, (-score, counter, _Hyp(
-                            score, new_c, h.offset, h.sent_start_score, h.done, h.n_sents)))
-                if numpy.isfinite(act_lp[r, REDUCE]):
-                    new_c = c.copy()
-                    new_c.apply(REDUCE)
+            scores = numpy.array([h.score for h in batch])
+            # Shift: generate the next word of this sentence, or end the sentence
+            if must_end:
+                end_lp = self.scorer.end(H, end_legal)
+                cont_lp = numpy.full(N, NEG_INF)
+            else:
+                end_lp = numpy.full(N, NEG_INF)
+                cont_lp = numpy.full(N, NEG_INF)
+                for offset in numpy.unique(offsets):
+                    rows = numpy.nonzero(offsets == offset)[0]
+                    v, k = view(int(offset)), j + 1 - int(offset)
+                    e, c = self.scorer.shift(H[rows], end_legal[rows], v.gen_tag[k],
+                                             v.gen_bundle[k], v.gen_form[k])
+                    cont_lp[rows] = c
+                    if may_end:
+                        end_lp[rows] = e
+            cont_total = scores + act_lp[:, SHIFT] + cont_lp
+            end_total = scores + act_lp[:, SHIFT] + end_lp
+            for r in range(N):
+                if cont_total[r] > NEG_INF:
                     counter += 1
-                    score = h.score + act_lp[r, REDUCE]
-                    heapq.heappush(agenda, (-score, counter, _Hyp(
-                        score, new_c, h.offset, h.sent_start_score, h.done, h.n_sents)))
+                    self._offer(shifted, (cont_total[r], counter, batch[r], True))
+                if end_total[r] > NEG_INF:
+                    counter += 1
+                    self._offer(shifted, (end_total[r], counter, batch[r], False))
+            # arcs (top-k labels) and reduce go back on the agenda
+            left_lp, right_lp = self.scorer.arc_labels(H, root_top)
+            for action, lab_lp in ((LEFT, left_lp), (RIGHT, right_lp)):
+                ok = numpy.isfinite(act_lp[:, action])
+                if not ok.any():
+                    continue
+                total = (scores + act_lp[:, action])[:, None] + lab_lp
+                k = min(K, total.shape[1])
+                top = numpy.argpartition(-total, k - 1, axis=1)[:, :k]
+                for r in numpy.nonzero(ok)[0]:
+                    for lab in top[r]:
+                        sc = total[r, lab]
+                        if sc > NEG_INF:
+                            counter += 1
+                            agenda.append((-sc, counter, batch[r], action, int(lab)))
+            red = scores + act_lp[:, REDUCE]
+            for r in numpy.nonzero(numpy.isfinite(red))[0]:
+                counter += 1
+                agenda.append((-red[r], counter, batch[r], REDUCE, -1))
+            # the agenda is pruned to the beam width too: between shifts the
+            # search stays best-first among B pending hypotheses
             if len(agenda) > B:
-                # the agenda is pruned to the beam width too: between shifts
-                # the search stays best-first among B pending hypotheses
                 agenda = heapq.nsmallest(B, agenda)
-                heapq.heapify(agenda)
+            heapq.heapify(agenda)
             if pops > self.max_expansions and not shifted:
                 # out of budget: follow only the single best pending hypothesis
-                agenda = [heapq.heappop(agenda)] if agenda else []
-        return [item.hyp for item in sorted(shifted, key=lambda it: -it.score)]
+                agenda = agenda[:1]
+        out = []
+        for score, _, h, cont in sorted(shifted, key=lambda x: -x[0]):
+            c = h.config.copy()
+            c.apply(SHIFT)
+            if cont:
+                out.append(_Hyp(score, c, h.offset, h.sent_start_score, h.done, h.n_sents))
+                continue
+            size = j + 1 - h.offset
+            sent = ParsedSentence(h.offset, c.heads[1: size + 1], c.labels[1: size + 1],
+                                  float(score - h.sent_start_score))
+            done = (h.done, sent)
+            if j + 1 < n_seg:
+                out.append(start_sentence(j + 1, score, done, h.n_sents + 1))
+            else:
+                out.append(_Hyp(score, c, h.offset, score, done, h.n_sents + 1))
+        return out
 
-    def _offer(self, heap: List[_Hyp], hyp: _Hyp) -> None:
+    def _offer(self, heap: list, item: tuple) -> None:
         if len(heap) < self.beam_width:
-            heapq.heappush(heap, _HeapItem(hyp))
-        elif hyp.score > heap[0].score:
-            heapq.heapreplace(heap, _HeapItem(hyp))
+            heapq.heappush(heap, item)
+        elif item[0] > heap[0][0]:
+            heapq.heapreplace(heap, item)
 
 
-class _HeapItem:
-    """Orders hypotheses by score in the beam's min-heap."""
-
-    __slots__ = ("hyp", "score")
-
-    def __init__(self, hyp: _Hyp):
-        self.hyp = hyp
-        self.score = hyp.score
-
-    def __lt__(self, other: "_HeapItem") -> bool:
-        return self.score < other.score
+def _materialize(score: float, parent: _Hyp, action: int, label: int) -> _Hyp:
+    """The hypothesis ``parent`` + one decision (``action`` -1: ``parent`` itself)."""
+    if action < 0:
+        return parent
+    config = parent.config.copy()
+    config.apply(action, label)
+    return _Hyp(score, config, parent.offset, parent.sent_start_score, parent.done, parent.n_sents)
 
 
 def _unroll(done) -> List[ParsedSentence]:

@@ -315,6 +315,20 @@ class ISBNScorer:
         mx = logits.max(axis=1, keepdims=True)
         return logits[:, target - lo] - (numpy.log(numpy.exp(logits - mx).sum(axis=1)) + mx[:, 0])
 
+    def continuation(self, H, end_legal, tag: int, bundles, forms) -> numpy.ndarray:
+        """log P(tag, bundle_i, form_i | state_i) for N states that all
+        generate a word with the same ``tag``."""
+        rows = numpy.arange(len(H))
+        out = self._tag_logprobs(H, end_legal)[:, tag]
+        for W, b, ranges, target in (("Wb", "bb", self.bundle_ranges, bundles),
+                                     ("Wf", "bf", self.form_ranges, forms)):
+            lo, hi = ranges[tag]
+            logits = H @ self.p[W][lo:hi].T + self.p[b][lo:hi]
+            mx = logits.max(axis=1, keepdims=True)
+            lse = numpy.log(numpy.exp(logits - mx).sum(axis=1)) + mx[:, 0]
+            out = out + logits[rows, numpy.asarray(target) - lo] - lse
+        return out
+
     def end(self, H, end_legal) -> numpy.ndarray:
         """log P(end of sentence | state) (-inf where Phi forbids it)."""
         return self._tag_logprobs(H, end_legal)[:, self.nT]

@@ -318,26 +318,25 @@ class ISBNParser(TrainablePipe):
         )
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Tuple[int, SegmentParse]]]:
-        """Per doc, (offset, parse) for each segment searched on its own."""
-        search = self._search()
-        out = []
-        for doc in docs:
+        """Per doc, (offset, parse) for each segment searched on its own: each
+        sentence when the doc has boundaries, else the whole doc."""
+        docs = list(docs)
+        segments, owners = [], []
+        for d, doc in enumerate(docs):
             if len(doc) == 0:
-                out.append([])
                 continue
             records = self._records(doc)
-            if doc.has_annotation("SENT_START"):
-                segments = [(s.start, s.end) for s in doc.sents]
-            else:
-                segments = [(0, len(doc))]
-            parses = []
-            for start, end in segments:
+            has_sents = doc.has_annotation("SENT_START")
+            spans = [(s.start, s.end) for s in doc.sents] if has_sents else [(0, len(doc))]
+            for start, end in spans:
                 inputs = SentenceInputs(records[start:end], self.lexicon)
-                ends: List[Optional[bool]] = [None] * (end - start)
-                if doc.has_annotation("SENT_START"):
-                    ends = [False] * (end - start)
-                parses.append((start, search.parse(inputs, ends)))
-            out.append(parses)
+                ends = [False if has_sents else None] * (end - start)
+                segments.append((inputs, ends))
+                owners.append((d, start))
+        parses = self._search().parse_many(segments) if segments else []
+        out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in docs]
+        for (d, start), parse in zip(owners, parses):
+            out[d].append((start, parse))
         return out
 
     def set_annotations(self, docs: Iterable[Doc], parses) -> None:

@@ -94,19 +94,82 @@ class BeamSearch:
         self.label_top_k = max(1, label_top_k)
         self.multiroot = multiroot
         # hard cap on best-first pops per word, so no input can make search hang
-        self.max_expansions = max_expansions or 50 * self.beam_width + 50
+        self.max_expansions = max_expansions or 10 * self.beam_width + 10
         self.end_tag = scorer.nT
 
     def parse(self, words: SentenceInputs, ends: Sequence[Optional[bool]]) -> SegmentParse:
-        """``words``: the segment's inputs (node i = token i-1);
-        ``ends[i]``: True if a sentence must end after token i, False if it
-        must not, None if the model decides.  The last token always ends one."""
-        n = words.n
+        """Parse one segment; see :meth:`parse_many`."""
+        return self.parse_many([(words, ends)])[0]
+
+    def parse_many(
+        self, segments: Sequence[Tuple[SentenceInputs, Sequence[Optional[bool]]]]
+    ) -> List[SegmentParse]:
+        """Parse independent segments in lockstep.
+
+        ``words``: a segment's inputs (node i = token i-1); ``ends[i]``: True
+        if a sentence must end after token i, False if it must not, None if
+        the model decides (the last token always ends one).  Each search is a
+        generator that yields the hypotheses it needs scored; the states and
+        decision log-probs of all of them, across segments, are computed as
+        one matrix per round."""
         pool = _StatePool(self.scorer.nH)
         feats = numpy.full((1, self.extractor.width), -1, dtype="int32")
         feats[0, 0] = 0
         init_H = self.scorer.states(numpy.zeros((1, N_RELATIONS * self.scorer.nH), "float32"), feats)
         init_id = int(pool.add(init_H)[0])
+        results: List[Optional[SegmentParse]] = [None] * len(segments)
+        searches = {}
+        requests = {}
+        for i, (words, ends) in enumerate(segments):
+            gen = self._search(words, ends, init_H, init_id)
+            try:
+                requests[i] = next(gen)
+                searches[i] = gen
+            except StopIteration as stop:
+                results[i] = stop.value
+        while requests:
+            keys = list(requests)
+            reqs = [requests[k] for k in keys]
+            sizes = [len(r.hyps) for r in reqs]
+            scored = self._score(reqs, pool)
+            requests = {}
+            offset = 0
+            for k, size in zip(keys, sizes):
+                part = {name: arr[offset: offset + size] for name, arr in scored.items()}
+                offset += size
+                try:
+                    requests[k] = searches[k].send(part)
+                except StopIteration as stop:
+                    results[k] = stop.value
+        return results
+
+    def _score(self, reqs: List["_Request"], pool: _StatePool) -> dict:
+        """States and decision log-probs for the hypotheses of all requests."""
+        src = numpy.concatenate([r.src for r in reqs])
+        feats = numpy.concatenate([r.feats for r in reqs])
+        H = self.scorer.states(pool.gather(src), feats)
+        ids = pool.add(H)
+        masks = numpy.concatenate([r.masks for r in reqs])
+        end_legal = numpy.concatenate([r.end_legal for r in reqs])
+        root_top = numpy.concatenate([r.root_top for r in reqs])
+        next_word = numpy.concatenate([r.next_word for r in reqs])  # (N, 3), tag -1: none
+        act_lp = self.scorer.actions(H, masks)
+        left_lp, right_lp = self.scorer.arc_labels(H, root_top)
+        end_lp = self.scorer.end(H, end_legal)
+        cont_lp = numpy.full(len(H), NEG_INF)
+        for tag in numpy.unique(next_word[:, 0]):
+            if tag < 0:
+                continue
+            rows = numpy.nonzero(next_word[:, 0] == tag)[0]
+            cont_lp[rows] = self.scorer.continuation(
+                H[rows], end_legal[rows], int(tag), next_word[rows, 1], next_word[rows, 2]
+            )
+        return {"ids": ids, "act": act_lp, "left": left_lp, "right": right_lp,
+                "end": end_lp, "cont": cont_lp}
+
+    def _search(self, words: SentenceInputs, ends, init_H, init_id):
+        """One segment's search, as a generator of scoring requests."""
+        n = words.n
         views = {}
 
         def view(offset: int) -> SentenceInputs:
@@ -114,7 +177,7 @@ class BeamSearch:
                 views[offset] = words.tail(offset)
             return views[offset]
 
-        def start_sentence(offset: int, score: float, done, n_sents: int) -> Optional[_Hyp]:
+        def start_sentence(offset: int, score: float, done, n_sents: int) -> _Hyp:
             v = view(offset)
             lp = self.scorer.word(init_H, numpy.zeros(1, bool), v.gen_tag[0], v.gen_bundle[0], v.gen_form[0])[0]
             config = Configuration(v.n, self.multiroot)
@@ -125,7 +188,7 @@ class BeamSearch:
         for j in range(n):  # j: the segment index of the word to be shifted next
             must_end = j == n - 1 or ends[j] is True
             may_end = must_end or ends[j] is None
-            beam = self._advance(beam, j, must_end, may_end, pool, view, start_sentence)
+            beam = yield from self._advance(beam, j, must_end, may_end, view, start_sentence)
             if not beam:  # cannot happen with legal decisions; keep the guard explicit
                 raise RuntimeError("beam search lost all hypotheses")
         beam.sort(key=lambda h: -h.score)
@@ -139,7 +202,7 @@ class BeamSearch:
             kbest=kbest,
         )
 
-    def _advance(self, beam, j, must_end, may_end, pool, view, start_sentence):
+    def _advance(self, beam, j, must_end, may_end, view, start_sentence):
         """Expand best-first until the beam's hypotheses have shifted word j.
 
         Children are kept as (score, parent, decision) and only copied into a
@@ -166,41 +229,25 @@ class BeamSearch:
             if pops > self.max_expansions and shifted:
                 break
             N = len(batch)
-            configs = [h.config for h in batch]
-            src = numpy.array([c.sources() for c in configs], dtype="int64")
-            feats = numpy.full((N, self.extractor.width), -1, dtype="int32")
+            req = _Request(batch, self.extractor.width)
             for i, h in enumerate(batch):
-                self.extractor.extract(h.config, view(h.offset), feats[i])
-            H = self.scorer.states(pool.gather(src), feats)
-            ids = pool.add(H)
-            masks = numpy.zeros((N, N_ACTIONS), dtype=bool)
-            end_legal = numpy.zeros(N, dtype=bool)
-            root_top = numpy.zeros(N, dtype=bool)
-            offsets = numpy.zeros(N, dtype="int64")
-            for i, c in enumerate(configs):
-                c.register_state(int(ids[i]))
-                masks[i] = c.legal_actions(front_is_last=must_end)
-                end_legal[i] = c.end_is_legal()
-                root_top[i] = c.stack[-1] == 0
-                offsets[i] = batch[i].offset
-            act_lp = self.scorer.actions(H, masks)
+                c = h.config
+                req.src[i] = c.sources()
+                self.extractor.extract(c, view(h.offset), req.feats[i])
+                req.masks[i] = c.legal_actions(front_is_last=must_end)
+                req.end_legal[i] = c.end_is_legal()
+                req.root_top[i] = c.stack[-1] == 0
+                if not must_end:
+                    v, k = view(h.offset), j + 1 - h.offset
+                    req.next_word[i] = (v.gen_tag[k], v.gen_bundle[k], v.gen_form[k])
+            out = yield req
+            for i, h in enumerate(batch):
+                h.config.register_state(int(out["ids"][i]))
+            act_lp = out["act"]
             scores = numpy.array([h.score for h in batch])
             # Shift: generate the next word of this sentence, or end the sentence
-            if must_end:
-                end_lp = self.scorer.end(H, end_legal)
-                cont_lp = numpy.full(N, NEG_INF)
-            else:
-                end_lp = numpy.full(N, NEG_INF)
-                cont_lp = numpy.full(N, NEG_INF)
-                for offset in numpy.unique(offsets):
-                    rows = numpy.nonzero(offsets == offset)[0]
-                    v, k = view(int(offset)), j + 1 - int(offset)
-                    e, c = self.scorer.shift(H[rows], end_legal[rows], v.gen_tag[k],
-                                             v.gen_bundle[k], v.gen_form[k])
-                    cont_lp[rows] = c
-                    if may_end:
-                        end_lp[rows] = e
-            cont_total = scores + act_lp[:, SHIFT] + cont_lp
+            end_lp = out["end"] if may_end else numpy.full(N, NEG_INF)
+            cont_total = scores + act_lp[:, SHIFT] + out["cont"]
             end_total = scores + act_lp[:, SHIFT] + end_lp
             for r in range(N):
                 if cont_total[r] > NEG_INF:
@@ -210,8 +257,7 @@ class BeamSearch:
                     counter += 1
                     self._offer(shifted, (end_total[r], counter, batch[r], False))
             # arcs (top-k labels) and reduce go back on the agenda
-            left_lp, right_lp = self.scorer.arc_labels(H, root_top)
-            for action, lab_lp in ((LEFT, left_lp), (RIGHT, right_lp)):
+            for action, lab_lp in ((LEFT, out["left"]), (RIGHT, out["right"])):
                 ok = numpy.isfinite(act_lp[:, action])
                 if not ok.any():
                     continue
@@ -258,6 +304,22 @@ class BeamSearch:
             heapq.heappush(heap, item)
         elif item[0] > heap[0][0]:
             heapq.heapreplace(heap, item)
+
+
+class _Request:
+    """What a search needs scored for a batch of its pending hypotheses."""
+
+    __slots__ = ("hyps", "src", "feats", "masks", "end_legal", "root_top", "next_word")
+
+    def __init__(self, hyps: list, width: int):
+        N = len(hyps)
+        self.hyps = hyps
+        self.src = numpy.empty((N, N_RELATIONS), dtype="int64")
+        self.feats = numpy.full((N, width), -1, dtype="int32")
+        self.masks = numpy.zeros((N, N_ACTIONS), dtype=bool)
+        self.end_legal = numpy.zeros(N, dtype=bool)
+        self.root_top = numpy.zeros(N, dtype=bool)
+        self.next_word = numpy.full((N, 3), -1, dtype="int64")
 
 
 def _materialize(score: float, parent: _Hyp, action: int, label: int) -> _Hyp:

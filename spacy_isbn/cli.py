@@ -228,6 +228,36 @@ def main(argv: Optional[List[str]] = None) -> None:
                    help="do not give gold sentence boundaries: the parser finds them")
     p.add_argument("--beam-width", type=int, default=None)
     p.add_argument("--conll-out", type=Path, default=None)
+    p = sub.add_parser("baseline-config",
+                       help="spaCy's own tagger,morphologizer,parser config (spacy init config --optimize efficiency)")
+    p.add_argument("treebank", choices=sorted(TREEBANKS))
+    p.add_argument("output", type=Path)
+    p.add_argument("--lang", default=None, help="default: the treebank's (ewt: en, ddt: da)")
+    p = sub.add_parser("timed-train", help="spacy train in a child process, timing each evaluation")
+    p.add_argument("config", type=Path)
+    p.add_argument("output", type=Path)
+    p.add_argument("--train", type=Path, default=None, help="--paths.train")
+    p.add_argument("--dev", type=Path, default=None, help="--paths.dev")
+    p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--max-steps", type=int, default=0, help="0: the config's own")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a further spacy train override, e.g. training.eval_frequency=10")
+    p.add_argument("--timing-out", type=Path, default=None, help="default: OUTPUT/train_timing.json")
+    p = sub.add_parser("benchmark", help="isbn_parser vs spaCy's parser: accuracy, speed, memory, training time")
+    p.add_argument("--treebank", required=True)
+    p.add_argument("--isbn-model", type=Path, required=True)
+    p.add_argument("--baseline-model", type=Path, required=True)
+    p.add_argument("--corpus-dir", type=Path, required=True, help="holds test.spacy")
+    p.add_argument("--out-dir", type=Path, default=Path("metrics"))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--beams", default="1,5,10")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--limit", type=int, default=0, help="only the first N test docs (0: all)")
+    p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--isbn-timing", type=Path, default=None,
+                   help="train_timing.json of isbn_parser (default: next to the model, if there)")
+    p.add_argument("--baseline-timing", type=Path, default=None,
+                   help="train_timing.json of the baseline (default: next to the model)")
     args = ap.parse_args(argv)
     if args.cmd == "fetch":
         fetch(args.treebank, args.out_dir, args.data_dir)
@@ -243,6 +273,23 @@ def main(argv: Optional[List[str]] = None) -> None:
     elif args.cmd == "evaluate":
         evaluate(args.model, args.data, args.output, gold_tags=not args.pipeline_tags,
                  gold_sentences=not args.parser_sentences, beam_width=args.beam_width, conll_out=args.conll_out)
+    elif args.cmd == "baseline-config":
+        from .evaluation.benchmark import baseline_config
+        baseline_config(args.treebank, args.output, lang=args.lang)
+    elif args.cmd == "timed-train":
+        from .evaluation.benchmark import timed_train
+        timed_train(args.config, args.output, train=args.train, dev=args.dev, gpu_id=args.gpu_id,
+                    max_steps=args.max_steps, overrides=args.set, timing_out=args.timing_out)
+    elif args.cmd == "benchmark":
+        from .evaluation.benchmark import run_benchmark, write_benchmark
+        if args.gpu_id >= 0:
+            spacy.require_gpu(args.gpu_id)
+        result = run_benchmark(
+            args.treebank, args.isbn_model, args.baseline_model, args.corpus_dir / "test.spacy",
+            beams=[int(b) for b in args.beams.split(",") if b.strip()], rounds=args.rounds,
+            batch_size=args.batch_size, limit=args.limit, isbn_timing=args.isbn_timing,
+            baseline_timing=args.baseline_timing)
+        write_benchmark(result, args.out_dir, args.treebank)
 
 
 if __name__ == "__main__":

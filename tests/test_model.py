@@ -32,6 +32,7 @@ def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
     model.attrs["bundle_ranges"] = lex.bundle_ranges
     model.attrs["form_ranges"] = lex.form_ranges
     model.attrs["label_masks"] = lex.label_kinds
+    model.attrs["feature_columns"] = ext.columns()
     model.initialize()
     derivs = []
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):

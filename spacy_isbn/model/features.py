@@ -92,6 +92,14 @@ class FeatureExtractor:
             self.width += MAX_FEATS if attr == "feats" else 1
         self.n_rows = offset
 
+    def columns(self) -> List[List[int]]:
+        """(first row, number of rows) of the embedding table each id column reads."""
+        out = [[0, self.n_decisions]]
+        ends = self.offsets[1:] + [self.n_rows]
+        for (addr, attr), lo, hi in zip(self.templates, self.offsets, ends):
+            out.extend([[lo, hi - lo]] * (MAX_FEATS if attr == "feats" else 1))
+        return out
+
     @property
     def n_decisions(self) -> int:
         """Values of the previous decision: start, shift, reduce, left/right labels."""

@@ -57,6 +57,8 @@ def build_isbn_model(
             "form_ranges": [],
             # label masks per arc kind (left / right / from root), lists of bools
             "label_masks": [],
+            # (first row, rows) of the embedding block each feature column reads
+            "feature_columns": [],
         },
     )
 
@@ -155,6 +157,36 @@ def _sum_rows(shape, idx, vals):
     return out
 
 
+def _embedding_gradient(shape, feats, dX, columns) -> numpy.ndarray:
+    """Sum the state gradients ``dX`` (B, T, nH) into the embedding rows that
+    ``feats`` (B, T, F; ``shape[0]`` = unused) selected.  Columns that share a
+    small table (tags, labels, morphological features) are summed by a
+    one-hot matrix product; large tables (word forms) by a sort."""
+    nF, nH = shape
+    dXf = dX.reshape(-1, nH)
+    flat = feats.reshape(len(dXf), -1)
+    if not columns:
+        columns = [[0, nF]] * flat.shape[1]
+    groups: dict = {}
+    for f, (lo, size) in enumerate(columns):
+        groups.setdefault((lo, size), []).append(f)
+    out = numpy.zeros(shape, dtype="float32")
+    rows = numpy.arange(len(dXf))
+    for (lo, size), cols in groups.items():
+        if size <= 512:
+            onehot = numpy.zeros((len(dXf), size + 1), dtype="float32")
+            for f in cols:
+                local = numpy.where(flat[:, f] == nF, size, flat[:, f] - lo)
+                onehot[rows, local] += 1.0
+            out[lo: lo + size] += (onehot.T @ dXf)[:size]
+        else:
+            idx = flat[:, cols].T.reshape(-1)
+            src = numpy.tile(rows, len(cols))
+            keep = idx != nF
+            out += _sum_rows(shape, idx[keep], dXf[src[keep]])
+    return out
+
+
 def _gather_parents(Hs, src_t):
     """Hs: (B, T, nH); src_t: (B, R) -> (B, R*nH), zeros where no source."""
     B = Hs.shape[0]
@@ -169,8 +201,13 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     E, W, b = model.get_param("E"), model.get_param("W"), model.get_param("b")
     latent_edges = model.attrs["latent_edges"]
     B, T = batch.valid.shape
-    fmask = batch.feats >= 0
-    X = (E[numpy.where(fmask, batch.feats, 0)] * fmask[..., None]).sum(axis=2) + b
+    # unused feature slots (-1) read an appended zero row
+    nF = E.shape[0]
+    feats = numpy.where(batch.feats >= 0, batch.feats, nF)
+    E_padded = numpy.vstack([E, numpy.zeros((1, nH), dtype=E.dtype)])
+    X = numpy.broadcast_to(b, (B, T, nH)).astype("float32")
+    for f in range(feats.shape[2]):
+        X += E_padded[feats[:, :, f]]
     Hs = numpy.zeros((B, T, nH), dtype="float32")
     for t in range(T):
         pre = X[:, t]
@@ -251,8 +288,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
                     # one source per sentence and relation: the indices are unique
                     rows = numpy.nonzero(src_t[:, r] >= 0)[0]
                     dHs[rows, src_t[rows, r]] += dP[rows, r]
-        fr, ft, ff = numpy.nonzero(fmask & batch.valid[..., None])
-        dE = _sum_rows(E.shape, batch.feats[fr, ft, ff], dX[fr, ft])
+        dE = _embedding_gradient(E.shape, feats, dX, model.attrs.get("feature_columns"))
         model.inc_grad("E", model.ops.asarray(dE))
         model.inc_grad("W", model.ops.asarray(dW))
         model.inc_grad("b", model.ops.asarray(dX.sum(axis=(0, 1))))
@@ -270,15 +306,19 @@ class ISBNScorer:
         self.nT = model.get_dim("nT")
         self.p = {name: numpy.asarray(model.get_param(name)) for name in PARAMS}
         self.latent_edges = model.attrs["latent_edges"]
+        E = self.p["E"]
+        self._E_padded = numpy.vstack([E, numpy.zeros((1, E.shape[1]), dtype=E.dtype)])
         self.bundle_ranges = model.attrs["bundle_ranges"]
         self.form_ranges = model.attrs["form_ranges"]
         self.label_masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
 
     def states(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
         """parents: (N, R*nH) (zeros for missing sources); feats: (N, F) ids, -1 unused."""
-        E = self.p["E"]
-        fmask = feats >= 0
-        pre = (E[numpy.where(fmask, feats, 0)] * fmask[..., None]).sum(axis=1) + self.p["b"]
+        E = self._E_padded
+        feats = numpy.where(feats >= 0, feats, len(E) - 1)
+        pre = E[feats[:, 0]] + self.p["b"]
+        for f in range(1, feats.shape[1]):
+            pre += E[feats[:, f]]
         if self.latent_edges:
             pre += parents @ self.p["W"]
         return _sigmoid(pre)

@@ -1,0 +1,272 @@
+"""Tests for the non-timing logic of spacy_isbn.evaluation.benchmark (no
+model is trained and no timing is asserted)."""
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+import srsly
+from spacy.tokens import Doc
+from spacy.vocab import Vocab
+
+from spacy_isbn.evaluation import benchmark as bm
+
+LOG = """\x1b[38;5;4mℹ Pipeline: ['tok2vec', 'tagger', 'morphologizer', 'parser']\x1b[0m
+\x1b[38;5;4mℹ Initial learn rate: 0.001\x1b[0m
+E    #       LOSS TOK2VEC  LOSS TAGGER  LOSS MORPH...  LOSS PARSER  TAG_ACC  DEP_UAS  DEP_LAS  SCORE 
+---  ------  ------------  -----------  -------------  -----------  -------  -------  -------  ------
+  0       0          0.00       157.67         160.08       368.00    30.99     5.95     4.99    0.23
+  1     200         61.62      2276.72        2342.18      3934.94    89.80    70.58    64.58    0.71
+  2     400         60.81      1971.23        2041.70      3244.42    90.19    72.34    66.72    0.74
+  3     600         50.81      1871.23        1941.70      3044.42    90.29    72.30    66.70    0.74
+  4     800         40.81      1771.23        1841.70      2944.42    90.30    71.00    65.00    0.73
+\x1b[38;5;2m✔ Saved pipeline to output directory\x1b[0m
+training/baseline_ewt/model-last
+"""
+
+
+def metrics(las, f1=50.0):
+    by_length = {name: {"precision": f1, "recall": f1, "f1": f1, "gold": 10, "pred": 10, "correct": 5}
+                 for name in ("root", "1", "2", "3-6", ">6")}
+    return {"las": las, "uas": las + 5, "las_with_punct": las - 1, "uas_with_punct": las + 4,
+            "n_words": 100, "root": dict(by_length["root"]), "by_length": by_length,
+            "sents": {"f1": 100.0}}
+
+
+def fake_result(with_isbn_timing=False):
+    systems = {}
+    for setting in ("gold", "pipeline"):
+        for parser, beam, wps, ratio, las in ((bm.SPACY, None, 10000.0, 1.0, 80.0),
+                                              (bm.ISBN, 1, 500.0, 0.05, 78.0),
+                                              (bm.ISBN, 10, 100.0, 0.01, 81.0)):
+            systems[bm.system_name(parser, beam, setting)] = {
+                "parser": parser, "beam": beam, "setting": setting, "metrics": metrics(las),
+                "words_per_second": wps, "ratio_to_spacy": ratio,
+                "peak_memory_bytes": 3 * 1024 * 1024}
+    timing = {"seconds_total": 100.0, "last_step": 800, "best_step": 600, "best_score": 0.74,
+              "seconds_to_best": 80.5, "seconds_to_best_estimate": 75.0}
+    return {"treebank": "ewt", "words": 1234, "systems": systems,
+            "training": {bm.TRAINED["baseline"]: timing,
+                         bm.TRAINED["isbn"]: dict(timing) if with_isbn_timing else None},
+            "method": {"speed": "median of rounds"}}
+
+
+def test_parse_console_table_reads_rows_with_spaced_headers():
+    rows = bm.parse_console_table(LOG.splitlines())
+    assert [r["step"] for r in rows] == [0, 200, 400, 600, 800]
+    assert [r["epoch"] for r in rows] == [0, 1, 2, 3, 4]
+    assert rows[1]["score"] == pytest.approx(0.71)
+    assert rows[1]["columns"]["LOSS MORPH..."] == pytest.approx(2342.18)
+    assert rows[1]["columns"]["DEP_LAS"] == pytest.approx(64.58)
+    assert rows[0]["seconds"] is None
+
+
+def test_parse_console_table_needs_a_header_and_keeps_times():
+    assert bm.parse_console_table(["  0       0   0.00   0.23"]) == []
+    timed = [(float(i), line) for i, line in enumerate(LOG.splitlines())]
+    rows = bm.parse_console_table(timed)
+    assert [r["seconds"] for r in rows] == [4.0, 5.0, 6.0, 7.0, 8.0]
+
+
+def test_training_timing_latest_of_tied_best_and_estimate():
+    timed = [(float(i) * 10, line) for i, line in enumerate(LOG.splitlines())]
+    out = bm.training_timing(bm.parse_console_table(timed), total_seconds=120.0)
+    # steps 400 and 600 tie at 0.74: spaCy's model-best is the later one
+    assert out["best_step"] == 600 and out["best_score"] == pytest.approx(0.74)
+    assert out["last_step"] == 800 and out["evaluations"] == 5
+    assert out["seconds_to_best"] == pytest.approx(70.0)
+    assert out["seconds_to_best_estimate"] == pytest.approx(120.0 * 600 / 800)
+
+
+def test_training_timing_without_rows():
+    out = bm.training_timing([], total_seconds=3.0)
+    assert out["seconds_total"] == 3.0 and out["best_step"] is None
+    assert out["seconds_to_best_estimate"] is None
+    only_step0 = bm.training_timing([{"step": 0, "score": 0.1, "seconds": 1.0}], 5.0)
+    assert only_step0["seconds_to_best_estimate"] == 0.0
+
+
+def test_round_robin_rotates_the_start():
+    order = bm.round_robin(["a", "b", "c"], 4)
+    assert order == [(0, "a"), (0, "b"), (0, "c"), (1, "b"), (1, "c"), (1, "a"),
+                     (2, "c"), (2, "a"), (2, "b"), (3, "a"), (3, "b"), (3, "c")]
+    assert bm.round_robin([], 3) == []
+    assert bm.round_robin(["a"], 0) == []
+
+
+def test_median_speed_and_ratios():
+    speed = bm.median_speed(1000, [2.0, 1.0, 4.0])
+    assert speed["seconds_median"] == 2.0
+    assert speed["words_per_second"] == pytest.approx(500.0)
+    assert speed["words_per_second_rounds"] == pytest.approx([500.0, 1000.0, 250.0])
+    assert bm.median_speed(10, [])["words_per_second"] is None
+    ratios = bm.speed_ratios({"spacy": 1000.0, "isbn": 250.0, "none": None}, "spacy")
+    assert ratios == {"spacy": 1.0, "isbn": 0.25, "none": None}
+    assert bm.speed_ratios({"spacy": 0.0, "isbn": 5.0}, "spacy") == {"spacy": None, "isbn": None}
+    assert bm.speed_ratios({"isbn": 5.0}, "missing") == {"isbn": None}
+
+
+def test_system_name():
+    assert bm.system_name(bm.SPACY, None, "gold") == "spaCy parser, gold tags"
+    assert bm.system_name(bm.ISBN, 5, "pipeline") == "isbn_parser b=5, pipeline tags"
+
+
+def test_render_benchmark_markdown_from_fake_metrics():
+    md = bm.render_benchmark_markdown(fake_result())
+    assert md.startswith("# Benchmark: isbn_parser vs spaCy's parser on ewt (1234 test words)")
+    for heading in ("## Table 1", "## Table 2", "## Table 3: Speed and memory",
+                    "## Table 4: Training wall time", "## Method"):
+        assert heading in md
+    assert "| spaCy parser, gold tags | 80.00 | 85.00 |" in md
+    assert "| isbn_parser b=10, pipeline tags | 81.00 |" in md
+    # one speed row per parser: alone (gold tags) and pipeline side by side
+    assert "| spaCy parser | 10000 | 1.00 | 10000 | 1.00 | 3.0 | 3.0 |" in md
+    assert "| isbn_parser b=1 | 500 | 0.05 | 500 | 0.05 | 3.0 | 3.0 |" in md
+    assert "| spaCy tagger,morphologizer,parser | 100.0 | 800 | 600 | 0.74 | 80.5 | 75.0 |" in md
+    assert "| isbn_parser | not recorded" in md
+    assert "Root precision" in md and "to root" in md
+    md2 = bm.render_benchmark_markdown(fake_result(with_isbn_timing=True))
+    assert "not recorded" not in md2
+
+
+def test_render_benchmark_markdown_tolerates_missing_speed():
+    result = fake_result()
+    for s in result["systems"].values():
+        s.pop("words_per_second")
+        s.pop("ratio_to_spacy")
+        s.pop("peak_memory_bytes")
+    md = bm.render_benchmark_markdown(result)
+    assert "| spaCy parser | - | - | - | - | - | - |" in md
+
+
+def test_write_benchmark(tmp_path):
+    paths = bm.write_benchmark(fake_result(), tmp_path / "metrics")
+    assert sorted(p.name for p in paths.values()) == [
+        "benchmark_ewt.json", "benchmark_ewt.md", "benchmark_ewt_f1_by_length.svg"]
+    assert srsly.read_json(paths["json"])["words"] == 1234
+    assert paths["md"].read_text(encoding="utf8") == bm.render_benchmark_markdown(fake_result())
+    svg = ET.parse(paths["svg"]).getroot()
+    assert svg.tag.endswith("svg")
+
+
+def _ref(vocab, multiroot):
+    words = ["A", "b", ".", "C", "d", "."]
+    heads = [1, 1, 1, 4, 4, 4] if not multiroot else [0, 0, 2, 4, 4, 4]
+    deps = ["nsubj", "ROOT", "punct", "nsubj", "ROOT", "punct"] if not multiroot else \
+        ["ROOT", "mod", "ROOT", "subj", "ROOT", "pnct"]
+    doc = Doc(vocab, words=words, tags=["DT", "VB", "."] * 2, morphs=["Number=Sing", "", ""] * 2,
+              heads=heads, deps=deps)
+    doc.user_data["isbn_sentences"] = [[0, 3], [3, 6]]
+    return doc
+
+
+@pytest.mark.parametrize("setting", ["gold", "pipeline"])
+def test_inputs_give_gold_sentence_starts(setting):
+    vocab = Vocab()
+    ref = _ref(vocab, multiroot=True)
+    strict = bm._inputs([ref], setting, relax=False)[0]
+    relaxed = bm._inputs([ref], setting, relax=True)[0]
+    assert [t.is_sent_start for t in strict] == [True, False, False, True, False, False]
+    assert [t.is_sent_start for t in relaxed] == [True, None, None, True, None, None]
+    for doc in (strict, relaxed):
+        assert [t.text for t in doc] == [t.text for t in ref]
+        assert not doc.has_annotation("DEP")
+        if setting == "gold":
+            assert [t.tag_ for t in doc] == [t.tag_ for t in ref]
+            assert str(doc[0].morph) == "Number=Sing"
+        else:
+            assert not doc.has_annotation("TAG")
+
+
+def test_score_copies_the_original_sentences():
+    vocab = Vocab()
+    ref = _ref(vocab, multiroot=True)
+    pred = Doc(vocab, words=[t.text for t in ref], heads=[t.head.i for t in ref],
+               deps=[t.dep_ for t in ref])
+    result = bm._score([pred], [ref])
+    assert pred.user_data["isbn_sentences"] == [[0, 3], [3, 6]]
+    assert result["las"] == 100.0 and result["n_words"] == 4
+
+
+MINI_CONFIG = """[paths]
+train = null
+dev = null
+
+[nlp]
+lang = "{lang}"
+pipeline = ["tagger"]
+
+[components]
+
+[training]
+
+[training.logger]
+@loggers = "spacy.ConsoleLogger.v1"
+progress_bar = true
+
+[training.score_weights]
+tag_acc = 0.5
+pos_acc = 0.5
+"""
+
+
+@pytest.mark.parametrize("treebank,lang,pos_acc", [("ewt", "en", 0.5), ("ddt", "da", None)])
+def test_baseline_config_patches_init_config(tmp_path, monkeypatch, treebank, lang, pos_acc):
+    calls = []
+
+    def fake_run(cmd, **kwargs):  # stands in for `python -m spacy init config`
+        calls.append(cmd)
+        with open(cmd[5], "w", encoding="utf8") as fh:
+            fh.write(MINI_CONFIG.format(lang=cmd[cmd.index("--lang") + 1]))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(bm.subprocess, "run", fake_run)
+    out = bm.baseline_config(treebank, tmp_path / f"baseline_{treebank}.cfg")
+    cmd = calls[0]
+    assert cmd[1:5] == ["-m", "spacy", "init", "config"]
+    assert cmd[cmd.index("--lang") + 1] == lang
+    assert cmd[cmd.index("--pipeline") + 1] == "tagger,morphologizer,parser"
+    assert cmd[cmd.index("--optimize") + 1] == "efficiency"
+    text = out.read_text(encoding="utf8")
+    assert text.startswith("# spaCy's own tagger,morphologizer,parser baseline")
+    from spacy.util import load_config
+    config = load_config(out)
+    assert config["nlp"]["lang"] == lang
+    assert config["training"]["logger"]["progress_bar"] is False
+    assert config["training"]["score_weights"]["pos_acc"] == pos_acc
+
+
+def test_timed_train_streams_and_writes_timing(tmp_path, monkeypatch, capsys):
+    seen = []
+    real_popen = subprocess.Popen
+
+    def fake_popen(cmd, **kwargs):  # a child that prints a training log instead of training
+        seen.append(cmd)
+        return real_popen([sys.executable, "-c", "import sys; sys.stdout.write(sys.argv[1])", LOG],
+                          **kwargs)
+
+    monkeypatch.setattr(bm.subprocess, "Popen", fake_popen)
+    out = bm.timed_train(tmp_path / "c.cfg", tmp_path / "train", train=tmp_path / "t.spacy",
+                         max_steps=20, overrides=["training.eval_frequency=10"])
+    cmd = seen[0]
+    assert cmd[1:4] == ["-m", "spacy", "train"]
+    assert cmd[cmd.index("--training.max_steps") + 1] == "20"
+    assert cmd[cmd.index("--training.eval_frequency") + 1] == "10"
+    assert cmd[cmd.index("--training.logger.progress_bar") + 1] == "false"
+    assert "--paths.dev" not in cmd and "--code" not in cmd
+    assert out["best_step"] == 600 and out["last_step"] == 800
+    saved = srsly.read_json(tmp_path / "train" / "train_timing.json")
+    assert saved["best_step"] == 600 and len(saved["rows"]) == 5
+    assert 0.0 <= saved["seconds_to_best"] <= saved["seconds_total"]
+    assert "Saved pipeline" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        bm.timed_train(tmp_path / "c.cfg", tmp_path / "x", overrides=["no-equals"])
+
+
+def test_timed_train_raises_on_failure(tmp_path, monkeypatch):
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(bm.subprocess, "Popen", lambda cmd, **kw: real_popen(
+        [sys.executable, "-c", "raise SystemExit(3)"], **kw))
+    with pytest.raises(subprocess.CalledProcessError):
+        bm.timed_train(tmp_path / "c.cfg", tmp_path / "train")
+    assert not (tmp_path / "train" / "train_timing.json").exists()

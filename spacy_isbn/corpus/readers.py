@@ -46,7 +46,9 @@ def create_gold_tag_reader(
 ) -> Callable[[Language], Iterable[Example]]:
     """Like ``spacy.Corpus.v1`` with gold tokenization, tags and morphology
     (and sentence boundaries with ``gold_sentences``)."""
-    corpus = Corpus(path, gold_preproc=True, max_length=max_length, limit=limit)
+    # gold_preproc=False keeps whole docs: with True spaCy would cut them at
+    # its sentence boundaries, which split multi-root CoNLL-X sentences
+    corpus = Corpus(path, gold_preproc=False, max_length=max_length, limit=limit)
 
     def read(nlp: Language) -> Iterator[Example]:
         for eg in corpus(nlp):

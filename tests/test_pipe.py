@@ -54,10 +54,13 @@ def test_sentence_boundaries_found_by_the_model(trained):
     assert doc._.isbn_logprob == pytest.approx(sum(sent_lps))
     # the beam's log P(words) sums over analyses, so it is at least the best one's
     assert doc._.isbn_words_logprob >= doc._.isbn_logprob - 1e-6
-    assert len(doc._.isbn_kbest) > 1
-    best_lp, best_tree = doc._.isbn_kbest[0]
+    [(start, end, analyses)] = doc._.isbn_kbest  # one segment: the whole doc
+    assert (start, end) == (0, len(doc)) and len(analyses) > 1
+    best_lp, best_tree = analyses[0]
     assert best_lp == pytest.approx(doc._.isbn_logprob)
     assert [h for h, _ in best_tree] == [t.head.i for t in doc]
+    assert [lab for _, lab in best_tree] == [t.dep_ for t in doc]
+    assert all(lp <= best_lp for lp, _ in analyses)
 
 
 def test_preset_boundaries_are_respected(trained):
@@ -71,6 +74,7 @@ def test_preset_boundaries_are_respected(trained):
     doc = nlp(doc)
     assert [s.start for s in doc.sents] == [0, 2]
     assert all(sum(1 for tok in s if tok.head == tok) == 1 for s in doc.sents)
+    assert [k[:2] for k in doc._.isbn_kbest] == [[0, 2], [2, len(doc)]]
 
 
 def test_empty_and_long_docs(trained):

@@ -10,8 +10,10 @@ the generative scores:
   (in multi-root mode one such sentence can hold several spaCy sentences);
 * ``span._.isbn_logprob``: log P(tree, words) of a span that is one parsed
   sentence (``None`` otherwise);
-* ``doc._.isbn_kbest``: the final beam, ``[logprob, [[head, label], ...]]``
-  per analysis (heads absolute token indices), best first.
+* ``doc._.isbn_kbest``: the final beam of each searched segment (a sentence
+  when the doc has boundaries, else the whole doc): ``[start, end, analyses]``
+  with ``analyses`` = ``[logprob, [[head, label], ...]]`` best first (heads
+  are absolute token indices).
 
 Sentence boundaries already on the Doc are respected, each sentence parsed
 on its own.  Without them the model decides where sentences end: generating
@@ -26,7 +28,6 @@ from spacy import util
 from spacy.attrs import DEP, HEAD, LOWER, MORPH, POS, TAG
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.pipeline._parser_internals import nonproj
 from spacy.scorer import Scorer
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples, validate_get_examples
@@ -38,6 +39,7 @@ from ..model.features import FeatureExtractor, SentenceInputs, parse_templates
 from ..model.isbn import ISBNScorer
 from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
+from .projectivity import deprojectivize, projectivize
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, sentence_spans_from_heads,
 )
@@ -208,7 +210,7 @@ class ISBNParser(TrainablePipe):
             if any(h < 0 or h >= len(toks) for h in heads):
                 continue
             labels = [t.dep_ for t in toks]
-            proj_heads, deco = nonproj.projectivize(heads, labels)
+            proj_heads, deco = projectivize(heads, labels, self.cfg["multiroot"])
             gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(proj_heads)]
             n_roots = sum(1 for h in gold[1:] if h == 0)
             if n_roots > 1 and not self.cfg["multiroot"]:
@@ -341,42 +343,52 @@ class ISBNParser(TrainablePipe):
         return out
 
     def set_annotations(self, docs: Iterable[Doc], parses) -> None:
-        labels = self.lexicon.labels
+        multiroot = self.cfg["multiroot"]
         for doc, doc_parses in zip(docs, parses):
             if not doc_parses:
                 doc._.isbn_logprob = 0.0
                 doc._.isbn_words_logprob = 0.0
                 doc._.isbn_sentences = []
+                doc._.isbn_kbest = []
                 continue
+            words = [t.text for t in doc]
             heads = numpy.arange(len(doc), dtype="int64")
             deps = [""] * len(doc)
             sentences, kbest = [], []
             for offset, seg in doc_parses:
                 for sent in seg.sentences:
                     start = offset + sent.start
-                    for i, (h, lab) in enumerate(zip(sent.heads, sent.labels)):
-                        heads[start + i] = start + h - 1 if h > 0 else start + i
-                        deps[start + i] = labels[lab] if lab >= 0 else "dep"
-                    sentences.append([start, start + len(sent.heads), sent.logprob])
-            arr = numpy.zeros((len(doc), 2), dtype="uint64")
-            arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
-            arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
-            doc.from_array([HEAD, DEP], arr)
-            nonproj.deprojectivize(doc)
-            if len(doc_parses) == 1:
-                offset, seg = doc_parses[0]
+                    end = start + len(sent.heads)
+                    sent_heads, sent_labels = self._decode(words[start:end], sent)
+                    heads[start:end] = [start + h for h in sent_heads]
+                    deps[start:end] = sent_labels
+                    sentences.append([start, end, sent.logprob])
+                analyses = []
                 for score, sents in seg.kbest:
                     tree = []
                     for sent in sents:
                         start = offset + sent.start
-                        for i, (h, lab) in enumerate(zip(sent.heads, sent.labels)):
-                            tree.append([start + h - 1 if h > 0 else start + i,
-                                         labels[lab] if lab >= 0 else "dep"])
-                    kbest.append([float(score), tree])
+                        sent_heads, sent_labels = self._decode(words[start: start + len(sent.heads)], sent)
+                        tree.extend([start + h, lab] for h, lab in zip(sent_heads, sent_labels))
+                    analyses.append([float(score), tree])
+                seg_end = offset + sum(len(x.heads) for x in seg.sentences)
+                kbest.append([offset, seg_end, analyses])
+            arr = numpy.zeros((len(doc), 2), dtype="uint64")
+            arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
+            arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
+            doc.from_array([HEAD, DEP], arr)
             doc._.isbn_logprob = float(sum(seg.logprob for _, seg in doc_parses))
             doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in doc_parses))
             doc._.isbn_sentences = sentences
             doc._.isbn_kbest = kbest
+
+    def _decode(self, words: List[str], sent) -> Tuple[List[int], List[str]]:
+        """Sentence-local heads (root = self) and labels of a parsed sentence,
+        with the pseudo-projective decoration undone."""
+        labels = self.lexicon.labels
+        heads = [h - 1 if h > 0 else i for i, h in enumerate(sent.heads)]
+        labs = [labels[lab] if lab >= 0 else "dep" for lab in sent.labels]
+        return deprojectivize(words, heads, labs, self.vocab, self.cfg["multiroot"])
 
     # -- serialisation -----------------------------------------------------------
     def to_bytes(self, *, exclude=tuple()) -> bytes:

@@ -128,3 +128,31 @@ def test_factory_and_architecture_via_entry_points():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "spacy_isbn.ISBNParser.v1"
+
+
+def test_multiroot_sentences_are_learned():
+    """CoNLL-X style: one original sentence with two roots, kept together by
+    user_data["isbn_sentences"], is parsed as one derivation with two roots."""
+    nlp = spacy.blank("da")
+    data = [
+        ("han kom , hun gik".split(), ["PP", "VA", "XP", "PP", "VA"], [1, 1, 1, 4, 4],
+         ["subj", "ROOT", "pnct", "subj", "ROOT"]),
+        ("hun kom".split(), ["PP", "VA"], [1, 1], ["subj", "ROOT"]),
+        ("han gik , han kom".split(), ["PP", "VA", "XP", "PP", "VA"], [1, 1, 1, 4, 4],
+         ["subj", "ROOT", "pnct", "subj", "ROOT"]),
+    ]
+    examples = []
+    for words, tags, heads, deps in data:
+        ref = make_doc(nlp.vocab, words, tags, heads, deps)
+        ref.user_data["isbn_sentences"] = [[0, len(words)]]
+        examples.append(Example(make_doc(nlp.vocab, words, tags, one_sentence=True), ref))
+    parser = nlp.add_pipe("isbn_parser", config={
+        "cutoff": 1, "multiroot": True, "beam_width": 5, "model": {"hidden_width": 32}})
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(300):
+        nlp.update(examples, sgd=optimizer)
+    doc = nlp(make_doc(nlp.vocab, data[0][0], data[0][1], one_sentence=True))
+    assert [t.head.i for t in doc] == data[0][2]
+    assert [t.dep_ for t in doc] == data[0][3]
+    assert len(doc._.isbn_sentences) == 1  # one derivation ...
+    assert len(list(doc.sents)) == 2  # ... that spaCy sees as two sentences

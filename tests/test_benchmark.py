@@ -78,6 +78,15 @@ def test_training_timing_latest_of_tied_best_and_estimate():
     assert out["seconds_to_best_estimate"] == pytest.approx(120.0 * 600 / 800)
 
 
+def test_training_timing_uses_model_best_to_break_printed_ties():
+    rows = bm.parse_console_table(LOG.splitlines())
+    tied = [r for r in rows if r["score"] == max(x["score"] for x in rows)]
+    first = min(tied, key=lambda r: r["step"])
+    performance = {k.lower(): v / 100 for k, v in first["columns"].items()}
+    out = bm.training_timing(rows, total_seconds=120.0, best_performance=performance)
+    assert out["best_step"] == first["step"] != max(r["step"] for r in tied)
+
+
 def test_training_timing_without_rows():
     out = bm.training_timing([], total_seconds=3.0)
     assert out["seconds_total"] == 3.0 and out["best_step"] is None

@@ -155,21 +155,36 @@ def parse_console_table(lines: Iterable) -> List[dict]:
     return rows
 
 
-def training_timing(rows: Sequence[dict], total_seconds: float) -> dict:
+def training_timing(rows: Sequence[dict], total_seconds: float,
+                    best_performance: Optional[dict] = None) -> dict:
     """Time to the best dev score from the evaluation rows.
 
-    The best row is the one with the highest printed score, the latest of
-    equal ones (spaCy overwrites model-best whenever an evaluation ties the
-    best score; the printed score has two decimals).  ``seconds_to_best`` is
-    the measured wall time at which that row was printed (since the start of
-    ``spacy train``, so it includes loading and initialization);
-    ``seconds_to_best_estimate`` is ``total_seconds * best_step / last_step``."""
+    The printed score has two decimals, so ties are common.  With
+    ``best_performance`` (the ``performance`` of model-best's meta.json, full
+    precision) the best row is the one among the highest printed scores whose
+    printed columns match it; without, the latest of the tied rows (spaCy
+    makes an evaluation that exactly ties the best the new model-best).
+    ``seconds_to_best`` is the measured wall time at which that row was
+    printed (since the start of ``spacy train``, so it includes loading and
+    initialization); ``seconds_to_best_estimate`` is
+    ``total_seconds * best_step / last_step``."""
     out = {"seconds_total": float(total_seconds), "evaluations": len(rows),
            "best_step": None, "best_score": None, "last_step": None,
            "seconds_to_best": None, "seconds_to_best_estimate": None}
     if not rows:
         return out
-    best = max(rows, key=lambda r: (r["score"], r["step"]))
+    top = max(r["score"] for r in rows)
+    tied = [r for r in rows if r["score"] == top]
+    best = max(tied, key=lambda r: r["step"])
+    if best_performance and len(tied) > 1:
+        def mismatch(row):
+            total = 0.0
+            for name, value in row.get("columns", {}).items():
+                key = name.lower()
+                if isinstance(best_performance.get(key), (int, float)):
+                    total += abs(value - 100 * best_performance[key])
+            return total
+        best = min(tied, key=lambda r: (mismatch(r), -r["step"]))
     last = max(r["step"] for r in rows)
     out.update(best_step=best["step"], best_score=best["score"], last_step=last,
                seconds_to_best=best.get("seconds"),
@@ -219,7 +234,9 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
     if rc != 0:
         raise subprocess.CalledProcessError(rc, cmd)
     rows = parse_console_table(lines)
-    result = training_timing(rows, total)
+    meta = output / "model-best" / "meta.json"
+    performance = srsly.read_json(meta).get("performance") if meta.exists() else None
+    result = training_timing(rows, total, performance)
     result.update(command=cmd, rows=rows, method=(
         "wall time of the whole `spacy train` process; seconds_to_best = time at which "
         "the best evaluation row was printed (measured), seconds_to_best_estimate = "

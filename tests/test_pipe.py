@@ -1,5 +1,7 @@
 """The isbn_parser component end to end on a tiny hand-made treebank."""
 import math
+
+import numpy
 import subprocess
 import sys
 
@@ -156,3 +158,21 @@ def test_multiroot_sentences_are_learned():
     assert [t.dep_ for t in doc] == data[0][3]
     assert len(doc._.isbn_sentences) == 1  # one derivation ...
     assert len(list(doc.sents)) == 2  # ... that spaCy sees as two sentences
+
+
+def test_word_dropout_replaces_only_known_forms(trained):
+    nlp, parser, examples = trained
+    from spacy_isbn.model.derivation import DerivationBatch
+    batch = DerivationBatch.from_derivations(parser._derivations(examples))
+    feats = batch.feats.copy()
+    parser._drop_words(feats, 1.0)
+    form_cols = dict(parser.extractor.form_columns())
+    changed = numpy.nonzero((feats != batch.feats).any(axis=(0, 1)))[0]
+    assert set(changed) <= set(form_cols) and changed.size
+    for col, unk in form_cols.items():
+        real = batch.feats[:, :, col] >= unk + 2  # a known word form
+        assert (feats[:, :, col][real] == unk).all()
+        assert (feats[:, :, col][~real] == batch.feats[:, :, col][~real]).all()
+    untouched = batch.feats.copy()
+    parser._drop_words(untouched, 0.0)
+    assert (untouched == batch.feats).all()

@@ -100,6 +100,15 @@ class FeatureExtractor:
             out.extend([[lo, hi - lo]] * (MAX_FEATS if attr == "feats" else 1))
         return out
 
+    def form_columns(self) -> List[Tuple[int, int]]:
+        """(column, id of the unknown form) of each word-form template."""
+        out, column = [], 1
+        for (addr, attr), offset in zip(self.templates, self.offsets):
+            if attr == "form":
+                out.append((column, offset + UNK))
+            column += MAX_FEATS if attr == "feats" else 1
+        return out
+
     @property
     def n_decisions(self) -> int:
         """Values of the previous decision: start, shift, reduce, left/right labels."""

@@ -37,7 +37,7 @@ from thinc.api import Config, Model
 from ..model.derivation import Derivation, DerivationBatch, build_derivation
 from ..model.features import FeatureExtractor, SentenceInputs, parse_templates
 from ..model.isbn import ISBNScorer
-from ..model.lexicon import Lexicon, TokenRecord
+from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from .projectivity import deprojectivize, projectivize
 from ..transitions.arc_eager import (
@@ -295,7 +295,10 @@ class ISBNParser(TrainablePipe):
                 batch.append(d)
                 words += d.n_words
                 continue
-            ll, backprop = self.model.begin_update(DerivationBatch.from_derivations(batch))
+            arrays = DerivationBatch.from_derivations(batch)
+            if drop > 0.0:
+                self._drop_words(arrays.feats, drop)
+            ll, backprop = self.model.begin_update(arrays)
             loss, d_ll = self.get_loss(examples, (ll, words))
             backprop(d_ll)
             losses[self.name] += loss
@@ -304,6 +307,19 @@ class ISBNParser(TrainablePipe):
         if sgd is not None:
             self.finish_update(sgd)
         return losses
+
+    def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:
+        """Word dropout: each word-form feature the state conditions on is
+        replaced by the unknown form with probability ``rate``, so the model
+        learns to rely on tags and structure for rare words (training's
+        ``dropout`` setting)."""
+        columns = self.extractor.form_columns()
+        if not columns:
+            return
+        ids = feats[:, :, [c for c, _ in columns]]
+        unk = numpy.array([u for _, u in columns], dtype=ids.dtype)
+        hit = (numpy.random.random_sample(ids.shape) < rate) & (ids > unk - UNK + ROOT)
+        feats[:, :, [c for c, _ in columns]] = numpy.where(hit, unk, ids)
 
     def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
         """Negative log-likelihood of the gold derivations, per word."""

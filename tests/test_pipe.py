@@ -114,7 +114,7 @@ def test_serialization_gives_identical_parses(trained, tmp_path):
 
 def test_update_without_annotation_is_harmless():
     nlp = spacy.blank("en")
-    parser = nlp.add_pipe("isbn_parser")
+    nlp.add_pipe("isbn_parser")
     with pytest.raises(ValueError, match="no sentence"):
         nlp.initialize(lambda: [Example.from_dict(nlp.make_doc("no trees here"), {})])
 
@@ -148,7 +148,7 @@ def test_multiroot_sentences_are_learned():
         ref = make_doc(nlp.vocab, words, tags, heads, deps)
         ref.user_data["isbn_sentences"] = [[0, len(words)]]
         examples.append(Example(make_doc(nlp.vocab, words, tags, one_sentence=True), ref))
-    parser = nlp.add_pipe("isbn_parser", config={
+    nlp.add_pipe("isbn_parser", config={
         "cutoff": 1, "multiroot": True, "beam_width": 5, "model": {"hidden_width": 32}})
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(300):

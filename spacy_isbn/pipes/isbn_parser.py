@@ -20,7 +20,7 @@ on its own.  Without them the model decides where sentences end: generating
 end-of-sentence is part of every Shift, so the boundaries come out of the
 same search as the trees.
 """
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
 import srsly
@@ -359,7 +359,7 @@ class ISBNParser(TrainablePipe):
         return out
 
     def set_annotations(self, docs: Iterable[Doc], parses) -> None:
-        multiroot = self.cfg["multiroot"]
+        self.cfg["multiroot"]
         for doc, doc_parses in zip(docs, parses):
             if not doc_parses:
                 doc._.isbn_logprob = 0.0

@@ -328,9 +328,8 @@ class ISBNScorer:
 
     def labels(self, h, action: int, kind: int) -> numpy.ndarray:
         """(nL,) log-probs of the labels of a left/right arc from one state ``h``."""
-        lo = self.nL if action == RIGHT else 0
-        logits = self.p["Wl"][lo: lo + self.nL] @ h + self.p["bl"][lo: lo + self.nL]
-        return _masked_log_softmax(logits[None, :], self.label_masks[kind][None, :])[0]
+        left, right = self.arc_labels(h[None, :], numpy.array([kind == LABELS_ROOT]))
+        return (right if action == RIGHT else left)[0]
 
     def arc_labels(self, H, root_top) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """(N, nL) label log-probs of a left arc and of a right arc for each
@@ -343,23 +342,18 @@ class ISBNScorer:
         right = _masked_log_softmax(logits[:, nL:], right_mask)
         return left, right
 
-    def _tag_logprobs(self, H, end_legal) -> numpy.ndarray:
+    def tag_logprobs(self, H, end_legal) -> numpy.ndarray:
+        """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
         logits = H @ self.p["Wt"].T + self.p["bt"]
         logits[~end_legal, self.nT] = -numpy.inf
         mx = logits.max(axis=1, keepdims=True)
         return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=1, keepdims=True)) + mx)
 
-    def _in_range(self, H, W: str, b: str, ranges, tag: int, target: int) -> numpy.ndarray:
-        lo, hi = ranges[tag]
-        logits = H @ self.p[W][lo:hi].T + self.p[b][lo:hi]
-        mx = logits.max(axis=1, keepdims=True)
-        return logits[:, target - lo] - (numpy.log(numpy.exp(logits - mx).sum(axis=1)) + mx[:, 0])
-
-    def continuation(self, H, end_legal, tag: int, bundles, forms) -> numpy.ndarray:
+    def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:
         """log P(tag, bundle_i, form_i | state_i) for N states that all
-        generate a word with the same ``tag``."""
+        generate a word with the same ``tag``; ``tag_lp`` from :meth:`tag_logprobs`."""
         rows = numpy.arange(len(H))
-        out = self._tag_logprobs(H, end_legal)[:, tag]
+        out = tag_lp[:, tag]
         for W, b, ranges, target in (("Wb", "bb", self.bundle_ranges, bundles),
                                      ("Wf", "bf", self.form_ranges, forms)):
             lo, hi = ranges[tag]
@@ -371,18 +365,12 @@ class ISBNScorer:
 
     def end(self, H, end_legal) -> numpy.ndarray:
         """log P(end of sentence | state) (-inf where Phi forbids it)."""
-        return self._tag_logprobs(H, end_legal)[:, self.nT]
-
-    def shift(self, H, end_legal, tag: int, bundle: int, form: int):
-        """(log P(END), log P(tag, bundle, form)) for the word after a shift."""
-        tag_lp = self._tag_logprobs(H, end_legal)
-        cont = (tag_lp[:, tag]
-                + self._in_range(H, "Wb", "bb", self.bundle_ranges, tag, bundle)
-                + self._in_range(H, "Wf", "bf", self.form_ranges, tag, form))
-        return tag_lp[:, self.nT], cont
+        return self.tag_logprobs(H, end_legal)[:, self.nT]
 
     def word(self, H, end_legal: numpy.ndarray, tag: int, bundle: int, form: int) -> numpy.ndarray:
         """log P(tag, bundle, form | state) of one word for N states; tag = nT means END."""
         if tag == self.nT:
             return self.end(H, end_legal)
-        return self.shift(H, end_legal, tag, bundle, form)[1]
+        n = len(H)
+        return self.continuation(H, self.tag_logprobs(H, end_legal), tag,
+                                 numpy.full(n, bundle), numpy.full(n, form))

@@ -98,10 +98,6 @@ class BeamSearch:
         self.max_expansions = max_expansions or 10 * self.beam_width + 10
         self.end_tag = scorer.nT
 
-    def parse(self, words: SentenceInputs, ends: Sequence[Optional[bool]]) -> SegmentParse:
-        """Parse one segment; see :meth:`parse_many`."""
-        return self.parse_many([(words, ends)])[0]
-
     def parse_many(
         self, segments: Sequence[Tuple[SentenceInputs, Sequence[Optional[bool]]]]
     ) -> List[SegmentParse]:
@@ -169,14 +165,15 @@ class BeamSearch:
         next_word = numpy.concatenate([r.next_word for r in reqs])  # (N, 3), tag -1: none
         act_lp = self.scorer.actions(H, masks)
         left_lp, right_lp = self.scorer.arc_labels(H, root_top)
-        end_lp = self.scorer.end(H, end_legal)
+        tag_lp = self.scorer.tag_logprobs(H, end_legal)
+        end_lp = tag_lp[:, self.end_tag]
         cont_lp = numpy.full(len(H), NEG_INF)
         for tag in numpy.unique(next_word[:, 0]):
             if tag < 0:
                 continue
             rows = numpy.nonzero(next_word[:, 0] == tag)[0]
             cont_lp[rows] = self.scorer.continuation(
-                H[rows], end_legal[rows], int(tag), next_word[rows, 1], next_word[rows, 2]
+                H[rows], tag_lp[rows], int(tag), next_word[rows, 1], next_word[rows, 2]
             )
         return {"ids": ids, "act": act_lp, "left": left_lp, "right": right_lp,
                 "end": end_lp, "cont": cont_lp}

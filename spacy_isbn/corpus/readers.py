@@ -1,9 +1,11 @@
-"""spaCy corpus readers for the gold-tags setting.
+"""spaCy corpus readers that keep the treebank's tokenization.
 
-spaCy's own ``Corpus`` hands components a predicted Doc with the words only.
-The paper's CoNLL-X setting parses with gold tags and morphology, so this
-reader copies them (and lemmas) from the reference onto the predicted Doc;
-heads, labels and sentence boundaries stay unset.
+spaCy's own ``Corpus`` re-tokenizes the raw text of each doc for the predicted
+Doc, so its words need not be the treebank's.  ``TreebankCorpus`` hands the
+components the gold words and, if asked, gold tags and morphology (the
+paper's CoNLL-X setting) and gold sentence boundaries; heads and labels stay
+unset.  Without gold tags the predicted Doc is what a user gives the pipeline:
+words only, tagged by the pipeline's own components.
 """
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
@@ -14,22 +16,33 @@ from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 
 
-def gold_tagged_doc(reference: Doc, gold_sentences: bool = False) -> Doc:
-    """A copy of ``reference`` with tokenization, tags, POS, morphology and
-    lemmas (and, if asked, sentence boundaries) only."""
+def gold_words_doc(reference: Doc, gold_tags: bool = False, gold_sentences: bool = False) -> Doc:
+    """A copy of ``reference`` with its tokenization only, plus its tags, POS,
+    morphology and lemmas with ``gold_tags`` and its sentence boundaries with
+    ``gold_sentences``."""
     sent_starts = None
     if gold_sentences and reference.has_annotation("SENT_START"):
         sent_starts = sentence_starts(reference)
+    tags = {}
+    if gold_tags:
+        tags = dict(
+            tags=[t.tag_ for t in reference],
+            pos=[t.pos_ for t in reference],
+            morphs=[str(t.morph) for t in reference],
+            lemmas=[t.lemma_ for t in reference],
+        )
     return Doc(
         reference.vocab,
         words=[t.text for t in reference],
         spaces=[bool(t.whitespace_) for t in reference],
-        tags=[t.tag_ for t in reference],
-        pos=[t.pos_ for t in reference],
-        morphs=[str(t.morph) for t in reference],
-        lemmas=[t.lemma_ for t in reference],
         sent_starts=sent_starts,
+        **tags,
     )
+
+
+def gold_tagged_doc(reference: Doc, gold_sentences: bool = False) -> Doc:
+    """Gold words, tags, POS, morphology and lemmas (the CoNLL-X setting)."""
+    return gold_words_doc(reference, gold_tags=True, gold_sentences=gold_sentences)
 
 
 def sentence_starts(reference: Doc):
@@ -40,18 +53,28 @@ def sentence_starts(reference: Doc):
     return [i in starts for i in range(len(reference))]
 
 
-@util.registry.readers("spacy_isbn.GoldTagCorpus.v1")
-def create_gold_tag_reader(
-    path: Optional[Path], max_length: int = 0, limit: int = 0, gold_sentences: bool = False
+@util.registry.readers("spacy_isbn.TreebankCorpus.v1")
+def create_treebank_reader(
+    path: Optional[Path], max_length: int = 0, limit: int = 0, gold_tags: bool = False,
+    gold_sentences: bool = False,
 ) -> Callable[[Language], Iterable[Example]]:
-    """Like ``spacy.Corpus.v1`` with gold tokenization, tags and morphology
-    (and sentence boundaries with ``gold_sentences``)."""
+    """Like ``spacy.Corpus.v1`` with the treebank's tokenization (and its tags
+    and morphology with ``gold_tags``, its sentence boundaries with
+    ``gold_sentences``)."""
     # gold_preproc=False keeps whole docs: with True spaCy would cut them at
     # its sentence boundaries, which split multi-root CoNLL-X sentences
     corpus = Corpus(path, gold_preproc=False, max_length=max_length, limit=limit)
 
     def read(nlp: Language) -> Iterator[Example]:
         for eg in corpus(nlp):
-            yield Example(gold_tagged_doc(eg.reference, gold_sentences), eg.reference)
+            yield Example(gold_words_doc(eg.reference, gold_tags, gold_sentences), eg.reference)
 
     return read
+
+
+@util.registry.readers("spacy_isbn.GoldTagCorpus.v1")
+def create_gold_tag_reader(
+    path: Optional[Path], max_length: int = 0, limit: int = 0, gold_sentences: bool = False
+) -> Callable[[Language], Iterable[Example]]:
+    """``TreebankCorpus`` with gold tags and morphology: the paper's setting."""
+    return create_treebank_reader(path, max_length, limit, True, gold_sentences)

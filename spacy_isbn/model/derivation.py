@@ -11,7 +11,7 @@ from typing import List, Sequence
 import numpy
 
 from ..transitions.arc_eager import (
-    LEFT, N_ACTIONS, N_RELATIONS, RIGHT, SHIFT, Configuration, oracle_derivation,
+    INPUT_CONTEXT, LEFT, N_ACTIONS, N_RELATIONS, RIGHT, SHIFT, Configuration, oracle_derivation,
 )
 from .features import FeatureExtractor, SentenceInputs
 
@@ -85,6 +85,28 @@ def build_derivation(
         config.apply(act, lab)
     return Derivation(feats, src, action, action_mask, label, label_kind, gen_tag,
                       end_legal, gen_bundle, gen_form, n)
+
+
+def chain_derivations(derivs: List[Derivation]) -> Derivation:
+    """Consecutive sentences of a doc as one derivation: each sentence's first
+    state is linked (input context) to the state that generated the previous
+    sentence's end, so where a sentence ends and how the next one begins are
+    conditioned on what came before, as they are when the parser finds the
+    boundaries of a doc itself."""
+    if len(derivs) == 1:
+        return derivs[0]
+    src, base = [], 0
+    for k, d in enumerate(derivs):
+        s = numpy.where(d.src >= 0, d.src + base, -1)
+        if k > 0:
+            s[0, INPUT_CONTEXT] = base - 1  # the last state of a sentence generates its end
+        src.append(s)
+        base += d.n_states
+    cat = {name: numpy.concatenate([getattr(d, name) for d in derivs])
+           for name in ("feats", "action", "action_mask", "label", "label_kind", "gen_tag",
+                        "end_legal", "gen_bundle", "gen_form")}
+    return Derivation(src=numpy.concatenate(src).astype("int32"),
+                      n_words=sum(d.n_words for d in derivs), **cat)
 
 
 @dataclass

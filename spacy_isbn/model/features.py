@@ -47,12 +47,20 @@ def parse_templates(spec: str) -> Tuple[Tuple[str, str], ...]:
 
 
 class SentenceInputs:
-    """One sentence's input ids per node (index 0 = the root node)."""
+    """One sentence's input ids per node (index 0 = the root node).
 
-    __slots__ = ("n", "form", "tag", "pos", "feats", "gen_tag", "gen_bundle", "gen_form")
+    With joint tagging the tags are not inputs: each search hypothesis holds
+    its own copy whose tag, POS and feature ids are filled in as it generates
+    the words (:meth:`with_word`)."""
+
+    __slots__ = ("n", "records", "form", "tag", "pos", "feats", "gen_tag", "gen_bundle",
+                 "gen_form", "out_tag", "out_bundle")
 
     def __init__(self, tokens: Sequence[TokenRecord], lex: Lexicon):
         self.n = len(tokens)
+        self.records = list(tokens)
+        self.out_tag: List[int] = []
+        self.out_bundle: List[int] = []
         self.form = [ROOT] + [lex.input_id("form", t.form) for t in tokens]
         self.tag = [ROOT] + [lex.input_id("tag", t.tag) for t in tokens]
         self.pos = [ROOT] + [lex.input_id("pos", t.pos) for t in tokens]
@@ -64,7 +72,6 @@ class SentenceInputs:
         self.gen_bundle = [o[1] for o in outs]
         self.gen_form = [o[2] for o in outs]
 
-
     def tail(self, offset: int) -> "SentenceInputs":
         """The inputs of the words from token ``offset`` on, as a sentence of its own."""
         new = SentenceInputs.__new__(SentenceInputs)
@@ -72,9 +79,57 @@ class SentenceInputs:
         for name in ("form", "tag", "pos", "feats"):
             seq = getattr(self, name)
             setattr(new, name, seq[:1] + seq[offset + 1:])
-        for name in ("gen_tag", "gen_bundle", "gen_form"):
+        for name in ("records", "gen_tag", "gen_bundle", "gen_form"):
             setattr(new, name, getattr(self, name)[offset:])
+        new.out_tag, new.out_bundle = [], []
         return new
+
+    def with_word(self, tables: "JointTables", tag: int, bundle: int) -> "SentenceInputs":
+        """A copy in which the next word (number ``len(out_tag) + 1``) has
+        output tag ``tag`` and bundle ``bundle``, its input ids set accordingly."""
+        new = SentenceInputs.__new__(SentenceInputs)
+        new.n, new.records, new.form = self.n, self.records, self.form
+        new.gen_tag, new.gen_bundle, new.gen_form = self.gen_tag, self.gen_bundle, self.gen_form
+        node = len(self.out_tag) + 1
+        new.out_tag = self.out_tag + [tag]
+        new.out_bundle = self.out_bundle + [bundle]
+        new.tag, new.pos, new.feats = self.tag[:], self.pos[:], self.feats[:]
+        new.tag[node] = tables.tag_input[tag]
+        new.pos[node] = tables.pos_input(tag, bundle, self.records[node - 1].form)
+        new.feats[node] = tables.feats_input[bundle]
+        return new
+
+
+class JointTables:
+    """Input ids of the generated tags and bundles, for joint tagging."""
+
+    def __init__(self, lex: Lexicon):
+        self.lex = lex
+        self.tag_input = [lex.input_id("tag", t) for t in lex.tags]
+        self.feats_input = [
+            [lex.input_id("feats", f) for f in TokenRecord("", tag, "", b).feats[:MAX_FEATS]]
+            if not b.startswith("\x00") else []
+            for tag, b in lex.bundles
+        ]
+        self._pos: Dict[Tuple[int, int, str], int] = {}
+
+    def pos_string(self, tag: int, bundle: int, form: str) -> str:
+        tag_str, bundle_str = self.lex.bundles[bundle]
+        return self.lex.pos_for(tag_str, "" if bundle_str.startswith("\x00") else bundle_str, form)
+
+    def pos_input(self, tag: int, bundle: int, form: str) -> int:
+        key = (tag, bundle, form)
+        if key not in self._pos:
+            self._pos[key] = self.lex.input_id("pos", self.pos_string(tag, bundle, form))
+        return self._pos[key]
+
+    def candidates(self, record: TokenRecord) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The tags a word may have (those it was seen with if it is a known
+        form, else all) and its form's output id under each."""
+        tags = self.lex.tags_of_form.get(record.form) or range(len(self.lex.tags))
+        tags = numpy.asarray(list(tags), dtype="int64")
+        forms = numpy.asarray([self.lex.form_id(int(t), record) for t in tags], dtype="int64")
+        return tags, forms
 
 
 class FeatureExtractor:

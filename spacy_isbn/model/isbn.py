@@ -94,6 +94,11 @@ def _sigmoid(x):
     return 1.0 / (1.0 + numpy.exp(-x))
 
 
+def _log_softmax(logits):
+    mx = logits.max(axis=-1, keepdims=True)
+    return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=-1, keepdims=True)) + mx)
+
+
 def _masked_log_softmax(logits, mask):
     logits = numpy.where(mask, logits, -numpy.inf)
     mx = logits.max(axis=-1, keepdims=True)
@@ -346,22 +351,30 @@ class ISBNScorer:
         """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
         logits = H @ self.p["Wt"].T + self.p["bt"]
         logits[~end_legal, self.nT] = -numpy.inf
-        mx = logits.max(axis=1, keepdims=True)
-        return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=1, keepdims=True)) + mx)
+        return _log_softmax(logits)
+
+    def bundle_logprobs(self, H, tag: int) -> numpy.ndarray:
+        """(N, bundles of ``tag``) log P(bundle | state, tag); column k is
+        bundle ``bundle_ranges[tag][0] + k``."""
+        lo, hi = self.bundle_ranges[tag]
+        return _log_softmax(H @ self.p["Wb"][lo:hi].T + self.p["bb"][lo:hi])
+
+    def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
+        """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""
+        lo, hi = self.form_ranges[tag]
+        logits = H @ self.p["Wf"][lo:hi].T + self.p["bf"][lo:hi]
+        rows = numpy.arange(len(H))
+        mx = logits.max(axis=1)
+        lse = numpy.log(numpy.exp(logits - mx[:, None]).sum(axis=1)) + mx
+        return logits[rows, numpy.asarray(forms) - lo] - lse
 
     def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:
         """log P(tag, bundle_i, form_i | state_i) for N states that all
         generate a word with the same ``tag``; ``tag_lp`` from :meth:`tag_logprobs`."""
         rows = numpy.arange(len(H))
-        out = tag_lp[:, tag]
-        for W, b, ranges, target in (("Wb", "bb", self.bundle_ranges, bundles),
-                                     ("Wf", "bf", self.form_ranges, forms)):
-            lo, hi = ranges[tag]
-            logits = H @ self.p[W][lo:hi].T + self.p[b][lo:hi]
-            mx = logits.max(axis=1, keepdims=True)
-            lse = numpy.log(numpy.exp(logits - mx).sum(axis=1)) + mx[:, 0]
-            out = out + logits[rows, numpy.asarray(target) - lo] - lse
-        return out
+        lo = self.bundle_ranges[tag][0]
+        bundle_lp = self.bundle_logprobs(H, tag)[rows, numpy.asarray(bundles) - lo]
+        return tag_lp[:, tag] + bundle_lp + self.form_logprobs(H, tag, forms)
 
     def end(self, H, end_legal) -> numpy.ndarray:
         """log P(end of sentence | state) (-inf where Phi forbids it)."""

@@ -6,10 +6,15 @@ Two sides:
   morphological bundles per tag and word forms per tag.  Bundles and forms
   are stored grouped by tag so that the indicator Phi of a tag is one
   contiguous range; rare values (count below ``cutoff``) fall into per-tag
-  unknown classes, for forms refined by a spelling signature.
+  unknown classes, for forms refined by a spelling signature of the word as
+  written (case matters there, while forms themselves are lowercased).
 * **inputs** (what the latent state conditions on): forms, tags, coarse POS,
   single morphological features and labels, each with reserved ids for
   "no such node", "unknown" and "the root node".
+
+For joint tagging the lexicon also holds, per tag, the coarse POS a word
+most often had with it (by form, else by bundle, else by tag alone), since the
+model generates one tag attribute and the other is read off the words.
 
 Everything serialises to plain lists through srsly.
 """
@@ -37,12 +42,14 @@ def signature(form: str) -> int:
 
 
 class TokenRecord:
-    """The attributes of one word the model sees (strings, before lookup)."""
+    """The attributes of one word the model sees (strings, before lookup):
+    ``text`` as written, ``form`` lowercased."""
 
-    __slots__ = ("form", "tag", "pos", "bundle")
+    __slots__ = ("text", "form", "tag", "pos", "bundle")
 
-    def __init__(self, form: str, tag: str, pos: str, bundle: str):
-        self.form = form
+    def __init__(self, text: str, tag: str, pos: str, bundle: str):
+        self.text = text
+        self.form = text.lower()
         self.tag = tag
         self.pos = pos
         self.bundle = bundle
@@ -63,6 +70,9 @@ class Lexicon:
         self.forms: List[Tuple[str, str]] = []  # (tag, form); "" form = unknown classes
         self.form_ranges: List[Tuple[int, int]] = []
         self.inputs: Dict[str, List[str]] = {"form": [], "tag": [], "pos": [], "feats": [], "dep": []}
+        # (tag, key) -> the POS most often seen with it; key "" = the tag alone,
+        # "\x00b" + bundle, or the form
+        self.pos_of: List[Tuple[str, str, str]] = []
         self._index()
 
     # -- building -----------------------------------------------------------
@@ -78,8 +88,11 @@ class Lexicon:
         feat_c: Counter = Counter()
         bundle_c: Counter = Counter()
         pair_c: Counter = Counter()
+        pos_c_by: Counter = Counter()
         for sent in sentences:
             for tok in sent:
+                for key in ("", "\x00b" + tok.bundle, tok.form):
+                    pos_c_by[(tok.tag, key, tok.pos)] += 1
                 tag_c[tok.tag] += 1
                 pos_c[tok.pos] += 1
                 form_c[tok.form] += 1
@@ -118,6 +131,13 @@ class Lexicon:
             "feats": sorted(f for f, c in feat_c.items() if c >= self.cutoff),
             "dep": list(self.labels),
         }
+        best: Dict[Tuple[str, str], Tuple[int, str]] = {}
+        for (tag, key, pos), c in sorted(pos_c_by.items()):
+            if key and not key.startswith("\x00") and form_c[key] < self.cutoff:
+                continue
+            if (tag, key) not in best or c > best[(tag, key)][0]:
+                best[(tag, key)] = (c, pos)
+        self.pos_of = sorted((tag, key, pos) for (tag, key), (_, pos) in best.items())
         self._index()
         return self
 
@@ -130,6 +150,13 @@ class Lexicon:
             attr: {v: i + N_RESERVED for i, v in enumerate(vals)}
             for attr, vals in self.inputs.items()
         }
+        self.pos_index = {(tag, key): pos for tag, key, pos in self.pos_of}
+        # known word form -> the output tags it was seen with (joint tagging's
+        # tag dictionary: a known word is never generated as an unknown class)
+        self.tags_of_form: Dict[str, List[int]] = {}
+        for tag, form in self.forms:
+            if not form.startswith("\x00"):
+                self.tags_of_form.setdefault(form, []).append(self.tag_ids[tag])
 
     # -- lookups ------------------------------------------------------------
     @property
@@ -154,10 +181,22 @@ class Lexicon:
         bundle = self.bundle_ids.get((tag_str, tok.bundle))
         if bundle is None:
             bundle = self.bundle_ranges[tag][0]
-        form = self.form_ids.get((tag_str, tok.form))
+        return tag, bundle, self.form_id(tag, tok)
+
+    def form_id(self, tag: int, tok: TokenRecord) -> int:
+        """The output id of ``tok``'s form generated under output tag ``tag``."""
+        form = self.form_ids.get((self.tags[tag], tok.form))
         if form is None:
-            form = self.form_ranges[tag][0] + signature(tok.form)
-        return tag, bundle, form
+            form = self.form_ranges[tag][0] + signature(tok.text)
+        return form
+
+    def pos_for(self, tag: str, bundle: str, form: str) -> str:
+        """The coarse POS of a word jointly tagged ``tag``/``bundle``."""
+        for key in (form, "\x00b" + bundle, ""):
+            pos = self.pos_index.get((tag, key))
+            if pos is not None:
+                return pos
+        return ""
 
     # -- serialisation ------------------------------------------------------
     def to_dict(self) -> dict:
@@ -171,6 +210,7 @@ class Lexicon:
             "forms": [list(f) for f in self.forms],
             "form_ranges": [list(r) for r in self.form_ranges],
             "inputs": self.inputs,
+            "pos_of": [list(x) for x in self.pos_of],
         }
 
     @classmethod
@@ -184,5 +224,6 @@ class Lexicon:
         lex.forms = [tuple(f) for f in msg["forms"]]
         lex.form_ranges = [tuple(r) for r in msg["form_ranges"]]
         lex.inputs = {k: list(v) for k, v in msg["inputs"].items()}
+        lex.pos_of = [tuple(x) for x in msg.get("pos_of", [])]
         lex._index()
         return lex

@@ -10,15 +10,20 @@ the generative scores:
   (in multi-root mode one such sentence can hold several spaCy sentences);
 * ``span._.isbn_logprob``: log P(tree, words) of a span that is one parsed
   sentence (``None`` otherwise);
-* ``doc._.isbn_kbest``: the final beam of each searched segment (a sentence
-  when the doc has boundaries, else the whole doc): ``[start, end, analyses]``
-  with ``analyses`` = ``[logprob, [[head, label], ...]]`` best first (heads
-  are absolute token indices).
+* ``doc._.isbn_kbest``: the final beam of the doc's search, as
+  ``[[start, end, analyses]]`` with ``analyses`` = ``[logprob, [[head, label],
+  ...]]`` best first (heads are absolute token indices).
 
-Sentence boundaries already on the Doc are respected, each sentence parsed
-on its own.  Without them the model decides where sentences end: generating
-end-of-sentence is part of every Shift, so the boundaries come out of the
-same search as the trees.
+A doc is searched as one derivation, its sentences chained as in training.
+Sentence boundaries already on the Doc are respected; where there are none
+the model decides where sentences end: generating end-of-sentence is part of
+every Shift, so the boundaries come out of the same search as the trees.
+
+Tags: with ``tagging = "pipeline"`` the parser reads ``token.tag_``,
+``token.pos_`` and ``token.morph`` set by components in front of it (and
+learns from their predictions during training); with ``"joint"`` it searches
+over tags and morphological bundles itself and writes them; ``"auto"`` reads
+them when the Doc has them and tags jointly when it has not.
 """
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -34,8 +39,8 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
-from ..model.derivation import Derivation, DerivationBatch, build_derivation
-from ..model.features import FeatureExtractor, SentenceInputs, parse_templates
+from ..model.derivation import Derivation, DerivationBatch, build_derivation, chain_derivations
+from ..model.features import FeatureExtractor, JointTables, SentenceInputs, parse_templates
 from ..model.isbn import ISBNScorer
 from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
@@ -54,6 +59,8 @@ approximation = "feedforward"
 init_scale = 0.1
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+TAGGING_MODES = ("auto", "pipeline", "joint")
+CACHE_SIZE = 50000  # derivations kept between updates (tags predicted in training change)
 SENTENCES_KEY = "isbn_sentences"  # the original sentence grouping, set by the corpus reader
 PUNCT_LABELS = ("p", "punct", "pnct")
 
@@ -67,6 +74,8 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "label_top_k": 5,
         "multiroot": False,
         "tag_attr": "tag",
+        "tagging": "auto",
+        "tag_top_k": 3,
         "cutoff": 5,
         "max_batch_words": 2000,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
@@ -88,6 +97,8 @@ def make_isbn_parser(
     label_top_k: int,
     multiroot: bool,
     tag_attr: str,
+    tagging: str,
+    tag_top_k: int,
     cutoff: int,
     max_batch_words: int,
     scorer: Optional[Callable],
@@ -95,11 +106,14 @@ def make_isbn_parser(
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
     after an arc; multiroot: allow several root dependents per sentence
     (CoNLL-X) instead of exactly one (UD); tag_attr: the token attribute the
-    model generates as the tag ("tag" or "pos"); cutoff: rarer values map to
-    unknown classes; max_batch_words: words per training step batch."""
+    model generates as the tag ("tag" or "pos"); tagging: "pipeline" (read
+    tags from the Doc), "joint" (search over them) or "auto" (joint where the
+    Doc has none); tag_top_k: tags and bundles expanded per word when tagging
+    jointly; cutoff: rarer values map to unknown classes; max_batch_words:
+    words per training step batch."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
-        multiroot=multiroot, tag_attr=tag_attr, cutoff=cutoff,
+        multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, scorer=scorer,
     )
 
@@ -155,23 +169,29 @@ class ISBNParser(TrainablePipe):
         label_top_k: int = 5,
         multiroot: bool = False,
         tag_attr: str = "tag",
+        tagging: str = "auto",
+        tag_top_k: int = 3,
         cutoff: int = 5,
         max_batch_words: int = 2000,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
             raise ValueError(f"tag_attr must be 'tag' or 'pos', not {tag_attr!r}")
+        if tagging not in TAGGING_MODES:
+            raise ValueError(f"tagging must be one of {TAGGING_MODES}, not {tagging!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
         self.cfg = {
             "beam_width": beam_width, "label_top_k": label_top_k,
-            "multiroot": multiroot, "tag_attr": tag_attr, "cutoff": cutoff,
+            "multiroot": multiroot, "tag_attr": tag_attr, "tagging": tagging,
+            "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words,
         }
         self.lexicon = Lexicon(cutoff)
         self._extractor: Optional[FeatureExtractor] = None
+        self._joint_tables: Optional[JointTables] = None
         self._cache: Dict[bytes, Optional[Derivation]] = {}
 
     # -- inputs ---------------------------------------------------------------
@@ -186,10 +206,17 @@ class ISBNParser(TrainablePipe):
             self._extractor = FeatureExtractor(templates, self.lexicon)
         return self._extractor
 
+    @property
+    def joint_tables(self) -> JointTables:
+        if self._joint_tables is None:
+            self._joint_tables = JointTables(self.lexicon)
+        return self._joint_tables
+
     def _records(self, tokens) -> List[TokenRecord]:
+        """What the model reads of each token (tags are ignored when tagging jointly)."""
         tag_attr = "tag_" if self.cfg["tag_attr"] == "tag" else "pos_"
         return [
-            TokenRecord(t.lower_, getattr(t, tag_attr), t.pos_, str(t.morph)) for t in tokens
+            TokenRecord(t.text, getattr(t, tag_attr), t.pos_, str(t.morph)) for t in tokens
         ]
 
     def _gold_sentences(self, doc: Doc) -> List[Tuple[int, int]]:
@@ -235,6 +262,7 @@ class ISBNParser(TrainablePipe):
             raise ValueError("isbn_parser.initialize: no sentence with a complete dependency tree")
         self.lexicon = Lexicon(self.cfg["cutoff"]).build(sents, arcs)
         self._extractor = None
+        self._joint_tables = None
         self._cache = {}
         self._set_model_shape()
         self.model.initialize()
@@ -251,11 +279,20 @@ class ISBNParser(TrainablePipe):
         self.model.attrs["feature_columns"] = self.extractor.columns()
 
     def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
+        """One derivation per run of consecutive complete sentences of a doc.
+        The trees come from the reference; the tags from the predicted Doc
+        (what the components in front predicted) unless the parser tags
+        jointly, when it learns to generate the reference's."""
         out = []
         lex, ext, multiroot = self.lexicon, self.extractor, self.cfg["multiroot"]
+        if len(self._cache) > CACHE_SIZE:
+            self._cache = {}
         for eg in examples:
             doc = eg.reference
-            arr = doc.to_array([LOWER, TAG, POS, MORPH, HEAD, DEP])
+            tagged = self._training_tags(eg)
+            records = self._records(tagged)
+            arr = numpy.hstack([tagged.to_array([LOWER, TAG, POS, MORPH]), doc.to_array([HEAD, DEP])])
+            chain, prev_end = [], None
             for (start, end), gold, labels in self._gold_trees(doc):
                 key = arr[start:end].tobytes()
                 if key not in self._cache:
@@ -263,13 +300,58 @@ class ISBNParser(TrainablePipe):
                     if min(label_ids[1:]) < 0:  # a label unseen at initialize
                         self._cache[key] = None
                     else:
-                        inputs = SentenceInputs(self._records(doc[start:end]), lex)
+                        inputs = SentenceInputs(records[start:end], lex)
                         self._cache[key] = build_derivation(
                             inputs, gold, label_ids, ext, lex.end_tag, multiroot
                         )
-                if self._cache[key] is not None:
-                    out.append(self._cache[key])
+                deriv = self._cache[key]
+                if chain and (deriv is None or start != prev_end):
+                    out.append(chain_derivations(chain))
+                    chain = []
+                if deriv is not None:
+                    chain.append(deriv)
+                prev_end = end
+            if chain:
+                out.append(chain_derivations(chain))
         return out
+
+    def _training_tags(self, eg: Example) -> Doc:
+        """The Doc whose tags the parser learns from (see :meth:`_derivations`)."""
+        pred, ref = eg.predicted, eg.reference
+        if self.cfg["tagging"] == "joint":
+            return ref
+        if len(pred) != len(ref) or any(p.text != r.text for p, r in zip(pred, ref)):
+            raise ValueError(
+                "isbn_parser needs gold tokenization in training: the predicted Doc's "
+                f"words differ from the reference's ({pred.text[:60]!r}); read the corpus with "
+                "spacy_isbn.TreebankCorpus.v1, which keeps the treebank's words"
+            )
+        if self.cfg["tagging"] == "auto" and self._missing_tags(pred):
+            return ref
+        self._require_tags(pred)
+        return pred
+
+    def _missing_tags(self, doc: Doc) -> List[str]:
+        """The token attributes the model reads that ``doc`` has no annotation for."""
+        if len(doc) == 0:
+            return []
+        needed = ["TAG" if self.cfg["tag_attr"] == "tag" else "POS"]
+        if self.cfg["tag_attr"] == "tag" and any(self.lexicon.inputs["pos"]):
+            needed.append("POS")
+        if any(b for _, b in self.lexicon.bundles if not b.startswith("\x00")):
+            needed.append("MORPH")
+        return [attr for attr in needed if not doc.has_annotation(attr)]
+
+    def _require_tags(self, doc: Doc) -> None:
+        missing = self._missing_tags(doc)
+        if missing:
+            attrs = ", ".join(f"token.{a.lower()}_" if a != "MORPH" else "token.morph" for a in missing)
+            raise ValueError(
+                f"{self.name} (tagging = 'pipeline') reads {attrs}, but the Doc has no "
+                f"{'/'.join(missing)} annotation ({doc.text[:40]!r}...). Put a tagger and "
+                "morphologizer in front of it, or set tagging = 'joint' or 'auto' so that the "
+                "parser tags the words itself."
+            )
 
     def update(
         self,
@@ -329,39 +411,43 @@ class ISBNParser(TrainablePipe):
         return loss, numpy.full(ll.shape, -1.0 / n_words, dtype="float32")
 
     # -- prediction ---------------------------------------------------------------
-    def _search(self) -> BeamSearch:
+    def _search(self, joint: bool) -> BeamSearch:
         return BeamSearch(
             ISBNScorer(self.model), self.extractor,
             beam_width=self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
+            joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],
         )
 
-    def predict(self, docs: Iterable[Doc]) -> List[List[Tuple[int, SegmentParse]]]:
-        """Per doc, (offset, parse) for each segment searched on its own: each
-        sentence when the doc has boundaries, else the whole doc."""
+    def _tags_jointly(self, doc: Doc) -> bool:
+        mode = self.cfg["tagging"]
+        if mode == "pipeline":
+            self._require_tags(doc)
+        return mode == "joint" or (mode == "auto" and bool(self._missing_tags(doc)))
+
+    def predict(self, docs: Iterable[Doc]) -> List[Optional[SegmentParse]]:
+        """Per doc, the parse of the doc searched as one segment (``None`` for
+        an empty doc).  Sentence starts set on the doc (``token.is_sent_start``
+        True or False) are kept; where unset the model decides."""
         docs = list(docs)
-        segments, owners = [], []
+        out: List[Optional[SegmentParse]] = [None] * len(docs)
+        groups: Dict[bool, list] = {False: [], True: []}
         for d, doc in enumerate(docs):
             if len(doc) == 0:
                 continue
-            records = self._records(doc)
-            has_sents = doc.has_annotation("SENT_START")
-            spans = [(s.start, s.end) for s in doc.sents] if has_sents else [(0, len(doc))]
-            for start, end in spans:
-                inputs = SentenceInputs(records[start:end], self.lexicon)
-                ends = [False if has_sents else None] * (end - start)
-                segments.append((inputs, ends))
-                owners.append((d, start))
-        parses = self._search().parse_many(segments) if segments else []
-        out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in docs]
-        for (d, start), parse in zip(owners, parses):
-            out[d].append((start, parse))
+            inputs = SentenceInputs(self._records(doc), self.lexicon)
+            ends = [doc[i + 1].is_sent_start for i in range(len(doc) - 1)] + [True]
+            groups[self._tags_jointly(doc)].append((d, (inputs, ends)))
+        for joint, items in groups.items():
+            if items:
+                parses = self._search(joint).parse_many([seg for _, seg in items])
+                for (d, _), parse in zip(items, parses):
+                    out[d] = parse
         return out
 
     def set_annotations(self, docs: Iterable[Doc], parses) -> None:
-        self.cfg["multiroot"]
-        for doc, doc_parses in zip(docs, parses):
-            if not doc_parses:
+        for doc, seg in zip(docs, parses):
+            if seg is None:
                 doc._.isbn_logprob = 0.0
                 doc._.isbn_words_logprob = 0.0
                 doc._.isbn_sentences = []
@@ -370,33 +456,47 @@ class ISBNParser(TrainablePipe):
             words = [t.text for t in doc]
             heads = numpy.arange(len(doc), dtype="int64")
             deps = [""] * len(doc)
-            sentences, kbest = [], []
-            for offset, seg in doc_parses:
-                for sent in seg.sentences:
-                    start = offset + sent.start
-                    end = start + len(sent.heads)
-                    sent_heads, sent_labels = self._decode(words[start:end], sent)
-                    heads[start:end] = [start + h for h in sent_heads]
-                    deps[start:end] = sent_labels
-                    sentences.append([start, end, sent.logprob])
-                analyses = []
-                for score, sents in seg.kbest:
-                    tree = []
-                    for sent in sents:
-                        start = offset + sent.start
-                        sent_heads, sent_labels = self._decode(words[start: start + len(sent.heads)], sent)
-                        tree.extend([start + h, lab] for h, lab in zip(sent_heads, sent_labels))
-                    analyses.append([float(score), tree])
-                seg_end = offset + sum(len(x.heads) for x in seg.sentences)
-                kbest.append([offset, seg_end, analyses])
+            sentences = []
+            for sent in seg.sentences:
+                start, end = sent.start, sent.start + len(sent.heads)
+                sent_heads, sent_labels = self._decode(words[start:end], sent)
+                heads[start:end] = [start + h for h in sent_heads]
+                deps[start:end] = sent_labels
+                sentences.append([start, end, sent.logprob])
+                if sent.tags is not None:
+                    self._set_tags(doc[start:end], sent)
+            analyses = []
+            for score, sents in seg.kbest:
+                tree = []
+                for sent in sents:
+                    sent_heads, sent_labels = self._decode(
+                        words[sent.start: sent.start + len(sent.heads)], sent)
+                    tree.extend([sent.start + h, lab] for h, lab in zip(sent_heads, sent_labels))
+                analyses.append([float(score), tree])
             arr = numpy.zeros((len(doc), 2), dtype="uint64")
             arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
             arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
             doc.from_array([HEAD, DEP], arr)
-            doc._.isbn_logprob = float(sum(seg.logprob for _, seg in doc_parses))
-            doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in doc_parses))
+            doc._.isbn_logprob = float(seg.logprob)
+            doc._.isbn_words_logprob = float(seg.words_logprob)
             doc._.isbn_sentences = sentences
-            doc._.isbn_kbest = kbest
+            doc._.isbn_kbest = [[0, len(doc), analyses]]
+
+    def _set_tags(self, span: Span, sent) -> None:
+        """Write the tags and morphology a joint search chose."""
+        lex, tables = self.lexicon, self.joint_tables
+        for tok, tag, bundle in zip(span, sent.tags, sent.bundles):
+            tag_str = lex.tags[tag]
+            bundle_str = lex.bundles[bundle][1]
+            known_bundle = not bundle_str.startswith("\x00")
+            if self.cfg["tag_attr"] == "tag":
+                tok.tag_ = tag_str
+                pos = tables.pos_string(tag, bundle, tok.lower_)
+                if pos:
+                    tok.pos_ = pos
+            else:
+                tok.pos_ = tag_str
+            tok.set_morph(bundle_str if known_bundle and bundle_str else None)
 
     def _decode(self, words: List[str], sent) -> Tuple[List[int], List[str]]:
         """Sentence-local heads (root = self) and labels of a parsed sentence,
@@ -420,6 +520,7 @@ class ISBNParser(TrainablePipe):
         self.cfg.update(msg["cfg"])
         self.lexicon = Lexicon.from_dict(msg["lexicon"])
         self._extractor = None
+        self._joint_tables = None
         self._cache = {}
         self._set_model_shape()
         self.model.from_bytes(msg["model"])
@@ -438,6 +539,7 @@ class ISBNParser(TrainablePipe):
         self.cfg.update(srsly.read_json(path / "cfg"))
         self.lexicon = Lexicon.from_dict(srsly.read_msgpack(path / "lexicon"))
         self._extractor = None
+        self._joint_tables = None
         self._cache = {}
         self._set_model_shape()
         self.model.from_disk(path / "model")

@@ -6,10 +6,18 @@ is best-first, and only the ``label_top_k`` best labels are expanded after an
 arc decision.  The latent states of all hypotheses expanded together are
 computed as one matrix.  Beam width 1 is greedy search.
 
-A segment is a run of tokens searched as a whole.  Where its sentence
-boundaries are unknown the model decides them: after a Shift it may generate
-end-of-sentence and start a new derivation on the next word, so boundaries
-come out of the same search.
+A segment is a run of tokens searched as a whole: a doc, with its sentence
+boundaries where they are known.  Where they are not, the model decides them:
+a Shift may generate end-of-sentence, and the next sentence's first state is
+linked to that decision's state (as in training, where a doc's sentences form
+one derivation).  An ending hypothesis competes in the post-shift beam with
+the probability of the next sentence's first word already included, so
+ending and continuing are compared on the same words.
+
+Words are generated as given by the Doc (pipeline tags) or, with joint
+tagging, the search expands the ``tag_top_k`` most likely tags of each word
+(those it was seen with when it is a known form) and their ``tag_top_k`` most
+likely morphological bundles, so tags and tree come out of one search.
 """
 import gc
 import heapq
@@ -18,12 +26,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import FeatureExtractor, SentenceInputs
+from ..model.features import FeatureExtractor, JointTables, SentenceInputs
 from ..model.isbn import ISBNScorer
 from ..transitions.arc_eager import (
-    LEFT, N_ACTIONS, N_RELATIONS, REDUCE, RIGHT, SHIFT, Configuration,
+    INPUT_CONTEXT, LEFT, N_ACTIONS, N_RELATIONS, REDUCE, RIGHT, SHIFT, Configuration,
 )
-
 NEG_INF = -numpy.inf
 
 
@@ -33,6 +40,8 @@ class ParsedSentence:
     heads: List[int]  # 1-based within the sentence, 0 = root
     labels: List[int]
     logprob: float  # log P(tree, words) of this sentence
+    tags: Optional[List[int]] = None  # joint tagging: output tag and bundle ids
+    bundles: Optional[List[int]] = None
 
 
 @dataclass
@@ -44,15 +53,15 @@ class SegmentParse:
 
 
 class _Hyp:
-    __slots__ = ("score", "config", "offset", "sent_start_score", "done", "n_sents")
+    __slots__ = ("score", "config", "words", "offset", "sent_start_score", "done")
 
-    def __init__(self, score, config, offset, sent_start_score, done, n_sents):
+    def __init__(self, score, config, words, offset, sent_start_score, done):
         self.score = score
         self.config = config
+        self.words = words  # the current sentence's inputs (own copy with joint tagging)
         self.offset = offset  # segment offset of the current sentence's first word
         self.sent_start_score = sent_start_score
         self.done = done  # linked list of finished sentences: (prev, ParsedSentence)
-        self.n_sents = n_sents
 
 
 class _StatePool:
@@ -78,6 +87,26 @@ class _StatePool:
         return P.reshape(src.shape[0], -1)
 
 
+class _Candidates:
+    """Ways to generate a word, flattened over rows: (row, log-prob, tag, bundle)."""
+
+    __slots__ = ("row", "lp", "tag", "bundle")
+
+    def __init__(self, row, lp, tag, bundle):
+        self.row, self.lp, self.tag, self.bundle = row, lp, tag, bundle
+
+    @classmethod
+    def concat(cls, parts: List["_Candidates"]) -> "_Candidates":
+        if not parts:
+            empty = numpy.zeros(0, dtype="int64")
+            return cls(empty, numpy.zeros(0), empty, empty)
+        return cls(*(numpy.concatenate([getattr(p, k) for p in parts]) for k in cls.__slots__))
+
+    def rows(self, lo: int, hi: int) -> "_Candidates":
+        keep = (self.row >= lo) & (self.row < hi)
+        return _Candidates(self.row[keep] - lo, self.lp[keep], self.tag[keep], self.bundle[keep])
+
+
 class BeamSearch:
     def __init__(
         self,
@@ -87,6 +116,8 @@ class BeamSearch:
         beam_width: int = 10,
         label_top_k: int = 5,
         multiroot: bool = False,
+        joint: Optional[JointTables] = None,
+        tag_top_k: int = 3,
         max_expansions: int = 0,
     ):
         self.scorer = scorer
@@ -94,6 +125,8 @@ class BeamSearch:
         self.beam_width = max(1, beam_width)
         self.label_top_k = max(1, label_top_k)
         self.multiroot = multiroot
+        self.joint = joint
+        self.tag_top_k = max(1, tag_top_k)
         # hard cap on best-first pops per word, so no input can make search hang
         self.max_expansions = max_expansions or 10 * self.beam_width + 10
         self.end_tag = scorer.nT
@@ -123,9 +156,9 @@ class BeamSearch:
 
     def _parse_many(self, segments) -> List[SegmentParse]:
         pool = _StatePool(self.scorer.nH)
-        feats = numpy.full((1, self.extractor.width), -1, dtype="int32")
-        feats[0, 0] = 0
-        init_H = self.scorer.states(numpy.zeros((1, N_RELATIONS * self.scorer.nH), "float32"), feats)
+        init_H = self.scorer.states(
+            numpy.zeros((1, N_RELATIONS * self.scorer.nH), "float32"), self._start_feats(1)
+        )
         init_id = int(pool.add(init_H)[0])
         results: List[Optional[SegmentParse]] = [None] * len(segments)
         searches = {}
@@ -140,12 +173,13 @@ class BeamSearch:
         while requests:
             keys = list(requests)
             reqs = [requests[k] for k in keys]
-            sizes = [len(r.hyps) for r in reqs]
             scored = self._score(reqs, pool)
             requests = {}
             offset = 0
-            for k, size in zip(keys, sizes):
-                part = {name: arr[offset: offset + size] for name, arr in scored.items()}
+            for k, req in zip(keys, reqs):
+                size = len(req.hyps)
+                part = {name: (arr.rows(offset, offset + size) if isinstance(arr, _Candidates)
+                               else arr[offset: offset + size]) for name, arr in scored.items()}
                 offset += size
                 try:
                     requests[k] = searches[k].send(part)
@@ -153,8 +187,16 @@ class BeamSearch:
                     results[k] = stop.value
         return results
 
+    def _start_feats(self, n: int) -> numpy.ndarray:
+        """Features of a sentence's first state: the start decision only."""
+        feats = numpy.full((n, self.extractor.width), -1, dtype="int32")
+        feats[:, 0] = 0
+        return feats
+
     def _score(self, reqs: List["_Request"], pool: _StatePool) -> dict:
-        """States and decision log-probs for the hypotheses of all requests."""
+        """States, decision log-probs and word candidates for the hypotheses
+        of all requests; for hypotheses that may end their sentence, also the
+        next sentence's first state and its first word's candidates."""
         src = numpy.concatenate([r.src for r in reqs])
         feats = numpy.concatenate([r.feats for r in reqs])
         H = self.scorer.states(pool.gather(src), feats)
@@ -162,44 +204,107 @@ class BeamSearch:
         masks = numpy.concatenate([r.masks for r in reqs])
         end_legal = numpy.concatenate([r.end_legal for r in reqs])
         root_top = numpy.concatenate([r.root_top for r in reqs])
-        next_word = numpy.concatenate([r.next_word for r in reqs])  # (N, 3), tag -1: none
+        next_word = [w for r in reqs for w in r.next_word]
+        start_word = [w for r in reqs for w in r.start_word]
         act_lp = self.scorer.actions(H, masks)
         left_lp, right_lp = self.scorer.arc_labels(H, root_top)
         tag_lp = self.scorer.tag_logprobs(H, end_legal)
-        end_lp = tag_lp[:, self.end_tag]
-        cont_lp = numpy.full(len(H), NEG_INF)
-        for tag in numpy.unique(next_word[:, 0]):
-            if tag < 0:
-                continue
-            rows = numpy.nonzero(next_word[:, 0] == tag)[0]
-            cont_lp[rows] = self.scorer.continuation(
-                H[rows], tag_lp[rows], int(tag), next_word[rows, 1], next_word[rows, 2]
-            )
+        end_lp = tag_lp[:, self.end_tag].copy()
+        cont = self._generate(H, tag_lp, next_word)
+        start_ids = numpy.full(len(H), -1, dtype="int64")
+        starting = [i for i, w in enumerate(start_word) if w is not None and end_lp[i] > NEG_INF]
+        if starting:
+            rows = numpy.asarray(starting)
+            parents = numpy.zeros((len(rows), N_RELATIONS, self.scorer.nH), dtype="float32")
+            parents[:, INPUT_CONTEXT] = H[rows]
+            H0 = self.scorer.states(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
+            start_ids[rows] = pool.add(H0)
+            tag_lp0 = self.scorer.tag_logprobs(H0, numpy.zeros(len(rows), bool))
+            first = self._generate(H0, tag_lp0, [start_word[i] for i in starting])
+            first.row = rows[first.row]
+        else:
+            first = _Candidates.concat([])
         return {"ids": ids, "act": act_lp, "left": left_lp, "right": right_lp,
-                "end": end_lp, "cont": cont_lp}
+                "end": end_lp, "cont": cont, "start_ids": start_ids, "first": first}
+
+    def _generate(self, H, tag_lp, words: list) -> _Candidates:
+        """Candidates for generating word ``words[i]`` from state ``H[i]``
+        (``None``: no word).  A word is ``(tags, forms, bundle)``: the tags it
+        may have, its form's output id under each, and its bundle (-1: search
+        over the bundles too)."""
+        rows, tags, forms, bundles = [], [], [], []
+        for i, word in enumerate(words):
+            if word is None:
+                continue
+            w_tags, w_forms, bundle = word
+            if len(w_tags) > self.tag_top_k:
+                keep = numpy.argpartition(-tag_lp[i, w_tags], self.tag_top_k - 1)[: self.tag_top_k]
+                w_tags, w_forms = w_tags[keep], w_forms[keep]
+            rows.append(numpy.full(len(w_tags), i))
+            tags.append(w_tags)
+            forms.append(w_forms)
+            bundles.append(numpy.full(len(w_tags), bundle))
+        if not rows:
+            return _Candidates.concat([])
+        rows, tags = numpy.concatenate(rows), numpy.concatenate(tags)
+        forms, bundles = numpy.concatenate(forms), numpy.concatenate(bundles)
+        parts = []
+        for tag in numpy.unique(tags):
+            sel = numpy.nonzero(tags == tag)[0]
+            r = rows[sel]
+            tag = int(tag)
+            base = tag_lp[r, tag] + self.scorer.form_logprobs(H[r], tag, forms[sel])
+            bundle_lp = self.scorer.bundle_logprobs(H[r], tag)
+            lo = self.scorer.bundle_ranges[tag][0]
+            fixed = bundles[sel] >= 0
+            if fixed.any():
+                k = numpy.nonzero(fixed)[0]
+                parts.append(_Candidates(r[k], base[k] + bundle_lp[k, bundles[sel][k] - lo],
+                                         numpy.full(len(k), tag), bundles[sel][k]))
+            if not fixed.all():
+                k = numpy.nonzero(~fixed)[0]
+                top = min(self.tag_top_k, bundle_lp.shape[1])
+                best = numpy.argpartition(-bundle_lp[k], top - 1, axis=1)[:, :top]
+                lp = base[k, None] + numpy.take_along_axis(bundle_lp[k], best, axis=1)
+                parts.append(_Candidates(numpy.repeat(r[k], top), lp.reshape(-1),
+                                         numpy.full(len(k) * top, tag), (best + lo).reshape(-1)))
+        return _Candidates.concat(parts)
+
+    def _word(self, words: SentenceInputs, i: int):
+        """How token ``i`` of a segment is generated (see :meth:`_generate`)."""
+        if self.joint is None:
+            tag, bundle, form = words.gen_tag[i], words.gen_bundle[i], words.gen_form[i]
+            return numpy.array([tag]), numpy.array([form]), bundle
+        tags, forms = self.joint.candidates(words.records[i])
+        return tags, forms, -1
 
     def _search(self, words: SentenceInputs, ends, init_H, init_id):
         """One segment's search, as a generator of scoring requests."""
         n = words.n
         views = {}
+        word_cache = {}
 
         def view(offset: int) -> SentenceInputs:
             if offset not in views:
                 views[offset] = words.tail(offset)
             return views[offset]
 
-        def start_sentence(offset: int, score: float, done, n_sents: int) -> _Hyp:
-            v = view(offset)
-            lp = self.scorer.word(init_H, numpy.zeros(1, bool), v.gen_tag[0], v.gen_bundle[0], v.gen_form[0])[0]
-            config = Configuration(v.n, self.multiroot)
-            config.register_state(init_id)
-            return _Hyp(score + lp, config, offset, score, done, n_sents)
+        def word(i: int):
+            if i not in word_cache:
+                word_cache[i] = self._word(words, i)
+            return word_cache[i]
 
-        beam = [start_sentence(0, 0.0, None, 0)]
+        first = self._generate(init_H, self.scorer.tag_logprobs(init_H, numpy.zeros(1, bool)), [word(0)])
+        beam = []
+        for lp, tag, bundle in zip(first.lp, first.tag, first.bundle):
+            beam.append(self._new_sentence(view(0), 0, init_id, float(lp), 0.0, None, tag, bundle))
+        beam = sorted(beam, key=lambda h: -h.score)[: self.beam_width]
         for j in range(n):  # j: the segment index of the word to be shifted next
             must_end = j == n - 1 or ends[j] is True
             may_end = must_end or ends[j] is None
-            beam = yield from self._advance(beam, j, must_end, may_end, view, start_sentence)
+            nxt = None if must_end else word(j + 1)
+            start = word(j + 1) if may_end and j + 1 < n else None
+            beam = yield from self._advance(beam, j, n, must_end, may_end, nxt, start, view)
             if not beam:  # cannot happen with legal decisions; keep the guard explicit
                 raise RuntimeError("beam search lost all hypotheses")
         beam.sort(key=lambda h: -h.score)
@@ -213,7 +318,26 @@ class BeamSearch:
             kbest=kbest,
         )
 
-    def _advance(self, beam, j, must_end, may_end, view, start_sentence):
+    def _new_sentence(self, words, offset, state_id, score, start_score, done, tag, bundle) -> _Hyp:
+        """A hypothesis whose sentence starts at ``offset`` in state ``state_id``,
+        having generated its first word (with ``tag``/``bundle`` when joint)."""
+        config = Configuration(words.n, self.multiroot)
+        config.register_state(int(state_id))
+        if self.joint is not None:
+            words = words.with_word(self.joint, int(tag), int(bundle))
+        return _Hyp(score, config, words, offset, start_score, done)
+
+    def _finish(self, h: _Hyp, config: Configuration, j: int, end_score: float):
+        """``h``'s finished sentences plus its current one, which ended after token j."""
+        size = j + 1 - h.offset
+        tags = bundles = None
+        if self.joint is not None:
+            tags, bundles = h.words.out_tag[:size], h.words.out_bundle[:size]
+        sent = ParsedSentence(h.offset, config.heads[1: size + 1], config.labels[1: size + 1],
+                              float(end_score - h.sent_start_score), tags, bundles)
+        return (h.done, sent)
+
+    def _advance(self, beam, j, n, must_end, may_end, nxt, start, view):
         """Expand best-first until the beam's hypotheses have shifted word j.
 
         Children are kept as (score, parent, decision) and only copied into a
@@ -222,9 +346,8 @@ class BeamSearch:
         agenda = [(-h.score, i, h, -1, -1) for i, h in enumerate(beam)]
         heapq.heapify(agenda)
         counter = len(agenda)
-        shifted: list = []  # min-heap of (score, counter, parent, continue?) at most B
+        shifted: list = []  # min-heap of (score, counter, parent, outcome), at most B
         pops = 0
-        n_seg = view(0).n
         while agenda:
             threshold = shifted[0][0] if len(shifted) >= B else NEG_INF
             batch = []  # the best pending hypotheses that can still enter the beam
@@ -239,34 +362,43 @@ class BeamSearch:
             pops += len(batch)
             if pops > self.max_expansions and shifted:
                 break
-            N = len(batch)
             req = _Request(batch, self.extractor.width)
             for i, h in enumerate(batch):
                 c = h.config
                 req.src[i] = c.sources()
-                self.extractor.extract(c, view(h.offset), req.feats[i])
+                self.extractor.extract(c, h.words, req.feats[i])
                 req.masks[i] = c.legal_actions(front_is_last=must_end)
                 req.end_legal[i] = c.end_is_legal()
                 req.root_top[i] = c.stack[-1] == 0
-                if not must_end:
-                    v, k = view(h.offset), j + 1 - h.offset
-                    req.next_word[i] = (v.gen_tag[k], v.gen_bundle[k], v.gen_form[k])
+            req.next_word = [nxt] * len(batch)
+            req.start_word = [start] * len(batch)
             out = yield req
             for i, h in enumerate(batch):
                 h.config.register_state(int(out["ids"][i]))
             act_lp = out["act"]
             scores = numpy.array([h.score for h in batch])
-            # Shift: generate the next word of this sentence, or end the sentence
-            end_lp = out["end"] if may_end else numpy.full(N, NEG_INF)
-            cont_total = scores + act_lp[:, SHIFT] + out["cont"]
-            end_total = scores + act_lp[:, SHIFT] + end_lp
-            for r in range(N):
-                if cont_total[r] > NEG_INF:
+            shift_scores = scores + act_lp[:, SHIFT]
+            # Shift: generate the next word of this sentence ...
+            cont = out["cont"]
+            for r, lp, tag, bundle in zip(cont.row, cont.lp, cont.tag, cont.bundle):
+                total = shift_scores[r] + lp
+                if total > NEG_INF:
                     counter += 1
-                    self._offer(shifted, (cont_total[r], counter, batch[r], True))
-                if end_total[r] > NEG_INF:
-                    counter += 1
-                    self._offer(shifted, (end_total[r], counter, batch[r], False))
+                    self._offer(shifted, (total, counter, batch[r], ("cont", tag, bundle)))
+            # ... or end the sentence (and generate the next one's first word)
+            if may_end:
+                end_scores = shift_scores + out["end"]
+                if start is None:
+                    for r in numpy.nonzero(end_scores > NEG_INF)[0]:
+                        counter += 1
+                        self._offer(shifted, (end_scores[r], counter, batch[r], ("end", end_scores[r])))
+                first = out["first"]
+                for r, lp, tag, bundle in zip(first.row, first.lp, first.tag, first.bundle):
+                    total = end_scores[r] + lp
+                    if total > NEG_INF:
+                        counter += 1
+                        outcome = ("next", end_scores[r], out["start_ids"][r], tag, bundle)
+                        self._offer(shifted, (total, counter, batch[r], outcome))
             # arcs (top-k labels) and reduce go back on the agenda
             for action, lab_lp in ((LEFT, out["left"]), (RIGHT, out["right"])):
                 ok = numpy.isfinite(act_lp[:, action])
@@ -294,20 +426,23 @@ class BeamSearch:
                 # out of budget: follow only the single best pending hypothesis
                 agenda = agenda[:1]
         out = []
-        for score, _, h, cont in sorted(shifted, key=lambda x: -x[0]):
+        for score, _, h, outcome in sorted(shifted, key=lambda x: -x[0]):
             c = h.config.copy()
             c.apply(SHIFT)
-            if cont:
-                out.append(_Hyp(score, c, h.offset, h.sent_start_score, h.done, h.n_sents))
+            if outcome[0] == "cont":
+                words = h.words
+                if self.joint is not None:
+                    words = words.with_word(self.joint, int(outcome[1]), int(outcome[2]))
+                out.append(_Hyp(score, c, words, h.offset, h.sent_start_score, h.done))
                 continue
-            size = j + 1 - h.offset
-            sent = ParsedSentence(h.offset, c.heads[1: size + 1], c.labels[1: size + 1],
-                                  float(score - h.sent_start_score))
-            done = (h.done, sent)
-            if j + 1 < n_seg:
-                out.append(start_sentence(j + 1, score, done, h.n_sents + 1))
+            end_score = outcome[1]
+            done = self._finish(h, c, j, end_score)
+            if outcome[0] == "end":  # the segment's last sentence
+                out.append(_Hyp(score, c, h.words, h.offset, end_score, done))
             else:
-                out.append(_Hyp(score, c, h.offset, score, done, h.n_sents + 1))
+                _, _, state_id, tag, bundle = outcome
+                out.append(self._new_sentence(view(j + 1), j + 1, state_id, score, end_score,
+                                              done, tag, bundle))
         return out
 
     def _offer(self, heap: list, item: tuple) -> None:
@@ -320,7 +455,8 @@ class BeamSearch:
 class _Request:
     """What a search needs scored for a batch of its pending hypotheses."""
 
-    __slots__ = ("hyps", "src", "feats", "masks", "end_legal", "root_top", "next_word")
+    __slots__ = ("hyps", "src", "feats", "masks", "end_legal", "root_top", "next_word",
+                 "start_word")
 
     def __init__(self, hyps: list, width: int):
         N = len(hyps)
@@ -330,7 +466,8 @@ class _Request:
         self.masks = numpy.zeros((N, N_ACTIONS), dtype=bool)
         self.end_legal = numpy.zeros(N, dtype=bool)
         self.root_top = numpy.zeros(N, dtype=bool)
-        self.next_word = numpy.full((N, 3), -1, dtype="int64")
+        self.next_word: list = [None] * N  # the word a Shift generates (see _generate)
+        self.start_word: list = [None] * N  # the next sentence's first word, if one may end here
 
 
 def _materialize(score: float, parent: _Hyp, action: int, label: int) -> _Hyp:
@@ -339,7 +476,7 @@ def _materialize(score: float, parent: _Hyp, action: int, label: int) -> _Hyp:
         return parent
     config = parent.config.copy()
     config.apply(action, label)
-    return _Hyp(score, config, parent.offset, parent.sent_start_score, parent.done, parent.n_sents)
+    return _Hyp(score, config, parent.words, parent.offset, parent.sent_start_score, parent.done)
 
 
 def _unroll(done) -> List[ParsedSentence]:

@@ -34,6 +34,8 @@ RELATIONS = (
     "top_at_front",
 )
 N_RELATIONS = len(RELATIONS)
+# also links a sentence's first state to the END decision of the one before
+INPUT_CONTEXT = RELATIONS.index("input_context")
 
 # Which label mask applies to an arc: left arcs, right arcs from a word, right
 # arcs from the root node (the root label only).

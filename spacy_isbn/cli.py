@@ -1,8 +1,12 @@
 """Command-line steps that ``project.yml`` calls: fetch, convert, split, evaluate.
 
-    python -m spacy_isbn.cli fetch ewt assets/ --data-dir ../shared/data
-    python -m spacy_isbn.cli convert assets/ewt/train.conllu corpus/ewt/train.spacy
+    python -m spacy_isbn.cli fetch UD_Dutch-LassySmall assets/ --data-dir ../shared/data
+    python -m spacy_isbn.cli prepare UD_Dutch-LassySmall assets/UD_Dutch-LassySmall corpus/UD_Dutch-LassySmall
+    python -m spacy_isbn.cli train-config UD_Dutch-LassySmall training/UD_Dutch-LassySmall/config.cfg
     python -m spacy_isbn.cli evaluate training/ewt/model-best corpus/ewt/test.spacy metrics/ewt.json
+
+A treebank is ``ewt`` (= UD_English-EWT), ``ddt`` (the CoNLL-X Danish DDT) or
+any UD treebank by its repository name, ``UD_<Language>-<Name>``.
 """
 import argparse
 import json
@@ -12,63 +16,179 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional, Union
 
 import spacy
 import srsly
 from spacy.tokens import DocBin
 
-from .corpus.conll import convert, docs_to_conll
+from .corpus.conll import ConllFormatError, convert, docs_to_conll
 from .corpus.readers import gold_tagged_doc, sentence_starts
 from .evaluation.metrics import score_dependencies
 
-# Where each treebank lives in ../shared/data and, for people without it, upstream.
-TREEBANKS = {
-    "ewt": {
-        "local": {
-            "train": "ud/UD_English-EWT/en_ewt-ud-train.conllu",
-            "dev": "ud/UD_English-EWT/en_ewt-ud-dev.conllu",
-            "test": "ud/UD_English-EWT/en_ewt-ud-test.conllu",
-        },
-        "url": "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/en_ewt-ud-{split}.conllu",
-        "ext": "conllu",
-    },
-    "ddt": {
-        "local": {
-            "train": "conllx/danish_ddt/danish_ddt_train.conll",
-            "test": "conllx/danish_ddt/danish_ddt_test.conll",
-        },
-        "git": "https://github.com/mbkromann/copenhagen-dependency-treebank",
-        "ext": "conll",
-    },
+SPLITS = ("train", "dev", "test")
+# fetch writes it next to a treebank's files; prepare and train-config read the language from it
+META = "meta.json"
+UD_ALIASES = {"ewt": "UD_English-EWT"}
+UD_CONTENTS_API = "https://api.github.com/repos/UniversalDependencies/{name}/contents"
+# en_ewt-ud-train.conllu; big train sets come in parts (cs_pdt-ud-train-c.conllu)
+UD_FILE = re.compile(r"(?P<code>[^_/]+)_[^/]*-ud-(?P<split>train|dev|test)(?:-[^/.]+)?\.conllu")
+# The Danish DDT is CoNLL-X, not UD: its own place in the data dir and upstream.
+DDT_LOCAL = {
+    "train": "conllx/danish_ddt/danish_ddt_train.conll",
+    "test": "conllx/danish_ddt/danish_ddt_test.conll",
 }
+DDT_GIT = "https://github.com/mbkromann/copenhagen-dependency-treebank"
+TREEBANK_HELP = "ewt (= UD_English-EWT), ddt (Danish, CoNLL-X) or a UD treebank, e.g. UD_Dutch-LassySmall"
 
 
-def fetch(treebank: str, out_dir: Path, data_dir: Optional[Path]) -> None:
-    """Copy the treebank from ``data_dir`` when it is there, else download it."""
-    spec = TREEBANKS[treebank]
+class CliError(Exception):
+    """A mistake in what was asked for (a missing file, an unknown name):
+    ``main`` prints it on one line and exits 1, without a traceback."""
+
+
+def _require(path: Path, what: str) -> Path:
+    if not Path(path).exists():
+        raise CliError(f"{what} not found: {path}")
+    return Path(path)
+
+
+def fetch(treebank: str, out_dir: Path, data_dir: Optional[Path], ud_tag: Optional[str] = None) -> dict:
+    """Copy the treebank from ``data_dir`` when it is there, else download it,
+    into ``<out_dir>/<treebank>/{train,dev,test}.conll[u]``; write its language
+    to ``meta.json`` there for the later steps. ``ud_tag`` (e.g. r2.16) picks
+    the UD release to download; None: the repository's default branch."""
     out = Path(out_dir) / treebank
+    # a fetch that fails half way must not leave an earlier meta.json vouching for its files
+    (out / META).unlink(missing_ok=True)
+    if treebank == "ddt":
+        meta = _fetch_ddt(out, data_dir)
+    else:
+        meta = _fetch_ud(treebank, out, data_dir, ud_tag)
+    srsly.write_json(out / META, meta)
+    print(f"{treebank}: spaCy language {meta['lang']!r} -> {out / META}")
+    return meta
+
+
+def ud_files(names: List[str], where: str) -> Dict[str, List[str]]:
+    """The UD files among ``names`` by split, parts of a split in name order;
+    train and test must be there, dev may not."""
+    found: Dict[str, List[str]] = {}
+    for name in sorted(names):
+        match = UD_FILE.fullmatch(name)
+        if match:
+            found.setdefault(match["split"], []).append(name)
+    missing = [f"*-ud-{split}.conllu" for split in ("train", "test") if split not in found]
+    if missing:
+        raise CliError(f"{where}: no {' and no '.join(missing)} among {sorted(names)}")
+    return {split: found[split] for split in SPLITS if split in found}
+
+
+def spacy_lang(code: str) -> str:
+    """spaCy's language for a UD language code, or "xx" (multi-language) when
+    spaCy has none (or lacks what it needs, e.g. a tokenizer library)."""
+    try:
+        return spacy.blank(code).lang
+    except ImportError as err:
+        print(f"spaCy cannot load language {code!r} ({str(err).splitlines()[0]}): using 'xx'")
+        return "xx"
+
+
+def github_ud_files(name: str, ud_tag: Optional[str] = None) -> Dict[str, str]:
+    """File name -> download URL of the files at the top of the GitHub
+    repository UniversalDependencies/<name> (at ``ud_tag``), from GitHub's
+    contents API."""
+    url = UD_CONTENTS_API.format(name=urllib.parse.quote(name))
+    if ud_tag:
+        url += "?ref=" + urllib.parse.quote(ud_tag)
+    try:
+        listing = json.loads(_download(url))
+    except ValueError:
+        raise CliError(f"{url}: the answer is not JSON") from None
+    if not isinstance(listing, list):
+        raise CliError(f"{url}: expected a list of files, got {str(listing)[:200]}")
+    return {item["name"]: item["download_url"] for item in listing
+            if item.get("type") == "file" and item.get("download_url")}
+
+
+def _download(url: str) -> bytes:
+    request = urllib.request.Request(url, headers={"User-Agent": "spacy-isbn"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            return resp.read()
+    except urllib.error.HTTPError as err:
+        hint = " (no such repository, or no such --ud-tag)" if err.code == 404 else ""
+        raise CliError(f"{url}: HTTP {err.code} {err.reason}{hint}") from None
+    except (urllib.error.URLError, OSError) as err:
+        raise CliError(f"could not download {url}: {getattr(err, 'reason', err)}") from None
+
+
+def _fetch_ud(treebank: str, out: Path, data_dir: Optional[Path], ud_tag: Optional[str]) -> dict:
+    """A UD treebank from ``<data_dir>/ud/<name>/``, else from GitHub; the
+    language is the code its file names start with (nl_lassysmall-ud-*)."""
+    name = UD_ALIASES.get(treebank, treebank)
+    local = Path(data_dir) / "ud" / name if data_dir else None
+    locations: Dict[str, Union[Path, str]]
+    if local is not None and local.is_dir():
+        source, tag_used = str(local), None
+        locations = {p.name: p for p in local.iterdir()}
+    else:
+        looked = f"{local} does not exist" if local is not None else "no --data-dir given"
+        if not name.startswith("UD_"):
+            raise CliError(f"unknown treebank {treebank!r}: {looked}, and it is neither ewt, ddt nor "
+                           "a UD treebank name (UD_<Language>-<Name>, e.g. UD_Dutch-LassySmall)")
+        print(f"{looked}: downloading {name} from GitHub" + (f" at {ud_tag}" if ud_tag else ""))
+        try:
+            locations = github_ud_files(name, ud_tag)
+        except CliError as err:
+            raise CliError(f"{treebank}: {looked}, and {err}") from None
+        source, tag_used = f"https://github.com/UniversalDependencies/{name}", ud_tag
+    found = ud_files(list(locations), where=source)
     out.mkdir(parents=True, exist_ok=True)
-    local = {s: Path(data_dir) / p for s, p in spec["local"].items()} if data_dir else {}
+    files = {}
+    for split, names in found.items():
+        target = out / f"{split}.conllu"
+        with open(target, "wb") as fh:
+            for part in names:
+                loc = locations[part]
+                data = loc.read_bytes() if isinstance(loc, Path) else _download(loc)
+                fh.write(data.rstrip(b"\n") + b"\n\n")
+        print(f"{source}: {' + '.join(names)} -> {target}")
+        files[split] = target.name
+    code = UD_FILE.fullmatch(found["train"][0])["code"]
+    meta = {"treebank": treebank, "ud_name": name, "source": source, "ud_tag": tag_used,
+            "ud_lang": code, "lang": spacy_lang(code), "files": files}
+    if "dev" not in files:
+        print(f"{name} has no dev split: prepare holds out the end of train")
+    return meta
+
+
+def _fetch_ddt(out: Path, data_dir: Optional[Path]) -> dict:
+    """The Danish DDT from ``<data_dir>/conllx/danish_ddt``, else cloned."""
+    files = {split: f"{split}.conll" for split in DDT_LOCAL}
+    local = {s: Path(data_dir) / p for s, p in DDT_LOCAL.items()} if data_dir else {}
+    out.mkdir(parents=True, exist_ok=True)
     if local and all(p.exists() for p in local.values()):
         for split, path in local.items():
-            target = out / f"{split}.{spec['ext']}"
-            shutil.copyfile(path, target)
-            print(f"copied {path} -> {target}")
-        return
-    if "url" in spec:
-        for split in spec["local"]:
-            url = spec["url"].format(split=split)
-            print(f"downloading {url}")
-            with urllib.request.urlopen(url) as resp, open(out / f"{split}.{spec['ext']}", "wb") as fh:
-                shutil.copyfileobj(resp, fh)
-        return
-    _fetch_ddt(spec["git"], out)
+            shutil.copyfile(path, out / files[split])
+            print(f"copied {path} -> {out / files[split]}")
+        source = str(local["train"].parent)
+    else:
+        looked = f"{local['train'].parent} has no DDT" if local else "no --data-dir given"
+        print(f"{looked}: cloning {DDT_GIT}")
+        try:
+            _clone_ddt(DDT_GIT, out)
+        except (subprocess.CalledProcessError, OSError) as err:
+            raise CliError(f"ddt: {looked}, and cloning {DDT_GIT} failed: {err}") from None
+        source = DDT_GIT
+    return {"treebank": "ddt", "source": source, "lang": "da", "files": files}
 
 
-def _fetch_ddt(repo: str, out: Path) -> None:
+def _clone_ddt(repo: str, out: Path) -> None:
     """The CoNLL-X split of the DDT: documents 0001-0119 test, the rest train,
     with the DTAG node id removed from FEATS (see shared/data's README)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,10 +210,22 @@ def _fetch_ddt(repo: str, out: Path) -> None:
                     fh.write("\n".join(lines) + "\n\n")
 
 
+def asset_meta(asset_dir: Path) -> dict:
+    """The ``meta.json`` fetch wrote next to a treebank's files."""
+    asset_dir = Path(asset_dir)
+    path = asset_dir / META
+    if not path.exists():
+        what = (f"{path} not found" if asset_dir.is_dir()
+                else f"no treebank in {asset_dir} (no such directory)")
+        raise CliError(f"{what}: fetch it first (python -m spacy_isbn.cli fetch {asset_dir.name} "
+                       f"{asset_dir.parent} --data-dir DATA, or spacy project run assets)")
+    return srsly.read_json(path)
+
+
 def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: float) -> None:
     """Hold out the last ``dev_fraction`` of a treebank's sentences as dev (the
     Danish DDT has no dev split; the paper held out part of train)."""
-    blocks = Path(input_path).read_text(encoding="utf8").strip("\n").split("\n\n")
+    blocks = _require(input_path, "CoNLL file").read_text(encoding="utf8").strip("\n").split("\n\n")
     n_dev = max(1, int(round(len(blocks) * dev_fraction)))
     for path, part in ((train_out, blocks[:-n_dev]), (dev_out, blocks[-n_dev:])):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -102,32 +234,62 @@ def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: fl
 
 
 def prepare(treebank: str, asset_dir: Path, corpus_dir: Path, dev_fraction: float) -> None:
-    """Convert a fetched treebank to train/dev/test .spacy files; a treebank
-    without a dev split gets the end of its train file held out."""
-    ext = TREEBANKS[treebank]["ext"]
+    """Convert a fetched treebank to train/dev/test .spacy files in the
+    language fetch found; a treebank without a dev split gets the end of its
+    train file held out."""
     asset_dir, corpus_dir = Path(asset_dir), Path(corpus_dir)
-    lang = {"ewt": "en", "ddt": "da"}[treebank]
-    sources = {split: asset_dir / f"{split}.{ext}" for split in ("train", "dev", "test")}
-    if not sources["dev"].exists():
+    meta = asset_meta(asset_dir)
+    sources = {split: _require(asset_dir / name, f"{treebank} {split} file")
+               for split, name in meta["files"].items()}
+    if "dev" not in sources:
         held_out = corpus_dir / "split"
-        split_dev(sources["train"], held_out / f"train.{ext}", held_out / f"dev.{ext}", dev_fraction)
-        sources["train"], sources["dev"] = held_out / f"train.{ext}", held_out / f"dev.{ext}"
-    for split, source in sources.items():
-        n = convert(source, corpus_dir / f"{split}.spacy", lang=lang)
-        print(f"{source}: {n} sentences -> {corpus_dir / f'{split}.spacy'}")
+        train = sources["train"]
+        print(f"{treebank}: no dev split, the last {dev_fraction:g} of {train} is dev")
+        sources["train"], sources["dev"] = held_out / f"train{train.suffix}", held_out / f"dev{train.suffix}"
+        split_dev(train, sources["train"], sources["dev"], dev_fraction)
+    for split in SPLITS:
+        n = convert(sources[split], corpus_dir / f"{split}.spacy", lang=meta["lang"])
+        print(f"{sources[split]}: {n} sentences ({meta['lang']}) -> {corpus_dir / f'{split}.spacy'}")
+
+
+def train_config(treebank: str, output: Path, *, config_dir: Path = Path("configs"),
+                 asset_dir: Optional[Path] = None) -> Path:
+    """Write the isbn_parser training config of ``treebank`` to ``output``:
+    ``<config_dir>/<treebank>.cfg`` when it has its own (ewt, ddt), else
+    ``<config_dir>/ewt.cfg`` (UD, one root per sentence) with ``nlp.lang`` the
+    language fetch found in ``asset_dir`` (default ``assets/<treebank>``)."""
+    own = Path(config_dir) / f"{treebank}.cfg"
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if own.exists():
+        shutil.copyfile(own, output)
+        print(f"{treebank}: {own} -> {output}")
+        return output
+    base = _require(Path(config_dir) / "ewt.cfg", "UD config")
+    lang = asset_meta(asset_dir or Path("assets") / treebank)["lang"]
+    config = spacy.util.load_config(base, interpolate=False)
+    config["nlp"]["lang"] = lang
+    header = (f"# {base} with nlp.lang = {lang} for {treebank}, which has no {own}; written by\n"
+              f"#   python -m spacy_isbn.cli train-config {treebank} {output}\n")
+    output.write_text(header + config.to_str(), encoding="utf8")
+    print(f"{treebank}: {base} with nlp.lang = {lang!r} -> {output}")
+    return output
 
 
 def set_beam(model: Path, beam_width: int) -> None:
     """Make ``beam_width`` the default of a saved pipeline's isbn_parser."""
-    config_path = Path(model) / "config.cfg"
+    config_path = _require(Path(model) / "config.cfg", "pipeline config")
     config = spacy.util.load_config(config_path)
-    for name, comp in config["components"].items():
-        if comp.get("factory") == "isbn_parser":
-            comp["beam_width"] = beam_width
-            cfg_path = Path(model) / name / "cfg"
-            cfg = srsly.read_json(cfg_path)
-            cfg["beam_width"] = beam_width
-            srsly.write_json(cfg_path, cfg)
+    names = [name for name, comp in config["components"].items() if comp.get("factory") == "isbn_parser"]
+    if not names:
+        raise CliError(f"{model}: no isbn_parser component to set the beam of "
+                       f"(components: {', '.join(config['components']) or 'none'})")
+    for name in names:
+        config["components"][name]["beam_width"] = beam_width
+        cfg_path = Path(model) / name / "cfg"
+        cfg = srsly.read_json(cfg_path)
+        cfg["beam_width"] = beam_width
+        srsly.write_json(cfg_path, cfg)
     config.to_disk(config_path)
     print(f"{model}: beam_width = {beam_width}")
 
@@ -153,11 +315,15 @@ def evaluate(
     CoNLL-X setting); without, the parser finds them itself."""
     from spacy.training import Example
 
-    nlp = spacy.load(model)
-    parser_name = next(name for name, _ in nlp.pipeline if name.endswith("parser"))
+    nlp = spacy.load(_require(model, "pipeline"))
+    parser_names = [name for name in nlp.pipe_names if name.endswith("parser")]
+    if not parser_names:
+        raise CliError(f"{model}: no parser component to evaluate "
+                       f"(components: {', '.join(nlp.pipe_names) or 'none'})")
+    parser_name = parser_names[0]
+    refs = list(DocBin().from_disk(_require(data, "corpus")).get_docs(nlp.vocab))
     if beam_width is not None:
         nlp.get_pipe(parser_name).cfg["beam_width"] = beam_width
-    refs = list(DocBin().from_disk(data).get_docs(nlp.vocab))
     if gold_tags:
         inputs = [gold_tagged_doc(d, gold_sentences) for d in refs]
         names = [parser_name]
@@ -194,12 +360,24 @@ def evaluate(
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    """Run one step; a CliError or a malformed CoNLL file ends it with one
+    line on stderr and exit status 1, not a traceback."""
+    try:
+        _main(argv)
+    except (CliError, ConllFormatError) as err:
+        sys.exit(f"error: {err}")
+
+
+def _main(argv: Optional[List[str]]) -> None:
     ap = argparse.ArgumentParser(prog="spacy-isbn")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("fetch", help="get a treebank (copy from --data-dir or download)")
-    p.add_argument("treebank", choices=sorted(TREEBANKS))
+    p.add_argument("treebank", help=TREEBANK_HELP)
     p.add_argument("out_dir", type=Path)
-    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="holds ud/<UD treebank>/ and conllx/danish_ddt/")
+    p.add_argument("--ud-tag", default=None,
+                   help="UD release to download when not in --data-dir, e.g. r2.16 (default: the latest)")
     p = sub.add_parser("convert", help="CoNLL-X/CoNLL-U -> .spacy")
     p.add_argument("input", type=Path)
     p.add_argument("output", type=Path)
@@ -212,7 +390,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("dev_out", type=Path)
     p.add_argument("--dev-fraction", type=float, default=0.05)
     p = sub.add_parser("prepare", help="convert a fetched treebank (train/dev/test) to .spacy")
-    p.add_argument("treebank", choices=sorted(TREEBANKS))
+    p.add_argument("treebank", help=TREEBANK_HELP)
     p.add_argument("asset_dir", type=Path)
     p.add_argument("corpus_dir", type=Path)
     p.add_argument("--dev-fraction", type=float, default=0.05)
@@ -230,9 +408,18 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--conll-out", type=Path, default=None)
     p = sub.add_parser("baseline-config",
                        help="spaCy's own tagger,morphologizer,parser config (spacy init config --optimize efficiency)")
-    p.add_argument("treebank", choices=sorted(TREEBANKS))
+    p.add_argument("treebank", help=TREEBANK_HELP)
     p.add_argument("output", type=Path)
-    p.add_argument("--lang", default=None, help="default: the treebank's (ewt: en, ddt: da)")
+    p.add_argument("--lang", default=None, help="default: the language fetch found (ASSET_DIR/meta.json)")
+    p.add_argument("--asset-dir", type=Path, default=None, help="default: assets/TREEBANK")
+    p = sub.add_parser("train-config",
+                       help="a treebank's isbn_parser config: configs/TREEBANK.cfg, else configs/ewt.cfg "
+                            "in its language")
+    p.add_argument("treebank", help=TREEBANK_HELP)
+    p.add_argument("output", type=Path)
+    p.add_argument("--config-dir", type=Path, default=Path("configs"))
+    p.add_argument("--asset-dir", type=Path, default=None,
+                   help="holds fetch's meta.json (default: assets/TREEBANK)")
     p = sub.add_parser("timed-train", help="spacy train in a child process, timing each evaluation")
     p.add_argument("config", type=Path)
     p.add_argument("output", type=Path)
@@ -252,7 +439,18 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--beams", default="1,5,10")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--limit", type=int, default=0, help="only the first N test docs (0: all)")
+    p.add_argument("--limit", type=int, default=0,
+                   help="only the first N test docs, and the first N documents in raw (0: all)")
+    p.add_argument("--settings", default="raw,gold,pipeline",
+                   help="raw: whole pipelines on the words of each test document, CoNLL 2018 "
+                        "scores; gold / pipeline: the parsers with gold / predicted tags")
+    p.add_argument("--raw-beams", default="1,10", help="isbn_parser beams in the raw setting")
+    p.add_argument("--test-conll", type=Path, default=None,
+                   help="test CoNLL file whose documents raw parses (default: the test file "
+                        "in assets/TREEBANK, from its meta.json)")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="shared data dir, for the document list of a treebank without # newdoc "
+                        "comments (ddt); without it raw uses blocks of 10 sentences")
     p.add_argument("--gpu-id", type=int, default=-1)
     p.add_argument("--isbn-timing", type=Path, default=None,
                    help="train_timing.json of isbn_parser (default: next to the model, if there)")
@@ -260,9 +458,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                    help="train_timing.json of the baseline (default: next to the model)")
     args = ap.parse_args(argv)
     if args.cmd == "fetch":
-        fetch(args.treebank, args.out_dir, args.data_dir)
+        fetch(args.treebank, args.out_dir, args.data_dir, ud_tag=args.ud_tag or None)
     elif args.cmd == "convert":
-        n = convert(args.input, args.output, n_sents=args.n_sents, fmt=args.format, lang=args.lang)
+        n = convert(_require(args.input, "CoNLL file"), args.output, n_sents=args.n_sents,
+                    fmt=args.format, lang=args.lang)
         print(f"{args.input}: {n} sentences -> {args.output}")
     elif args.cmd == "split":
         split_dev(args.input, args.train_out, args.dev_out, args.dev_fraction)
@@ -275,18 +474,29 @@ def main(argv: Optional[List[str]] = None) -> None:
                  gold_sentences=not args.parser_sentences, beam_width=args.beam_width, conll_out=args.conll_out)
     elif args.cmd == "baseline-config":
         from .evaluation.benchmark import baseline_config
-        baseline_config(args.treebank, args.output, lang=args.lang)
+        lang = args.lang or asset_meta(args.asset_dir or Path("assets") / args.treebank)["lang"]
+        baseline_config(args.treebank, args.output, lang=lang)
+    elif args.cmd == "train-config":
+        train_config(args.treebank, args.output, config_dir=args.config_dir, asset_dir=args.asset_dir)
     elif args.cmd == "timed-train":
         from .evaluation.benchmark import timed_train
         timed_train(args.config, args.output, train=args.train, dev=args.dev, gpu_id=args.gpu_id,
                     max_steps=args.max_steps, overrides=args.set, timing_out=args.timing_out)
     elif args.cmd == "benchmark":
-        from .evaluation.benchmark import run_benchmark, write_benchmark
+        from .evaluation.benchmark import RAW, document_list, run_benchmark, write_benchmark
         if args.gpu_id >= 0:
             spacy.require_gpu(args.gpu_id)
+        settings = [x.strip() for x in args.settings.split(",") if x.strip()]
+        test_conll = args.test_conll
+        if test_conll is None and RAW in settings:
+            asset_dir = Path("assets") / args.treebank
+            test_conll = asset_dir / asset_meta(asset_dir)["files"]["test"]
         result = run_benchmark(
             args.treebank, args.isbn_model, args.baseline_model, args.corpus_dir / "test.spacy",
-            beams=[int(b) for b in args.beams.split(",") if b.strip()], rounds=args.rounds,
+            beams=[int(b) for b in args.beams.split(",") if b.strip()],
+            raw_beams=[int(b) for b in args.raw_beams.split(",") if b.strip()],
+            settings=settings, test_conll=test_conll,
+            documents=document_list(args.treebank, args.data_dir), rounds=args.rounds,
             batch_size=args.batch_size, limit=args.limit, isbn_timing=args.isbn_timing,
             baseline_timing=args.baseline_timing)
         write_benchmark(result, args.out_dir, args.treebank)

@@ -1,13 +1,23 @@
 """The command-line steps project.yml runs, on the hand-written fixtures."""
+import io
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+import pytest
 import spacy
 import srsly
 from spacy.tokens import DocBin
 from spacy.training import Example
+from spacy.util import load_config
 from thinc.api import Adam
+from weasel.util import load_project_config
 
 from spacy_isbn.cli import main
+from spacy_isbn.evaluation import benchmark
 from spacy_isbn.corpus.conll import read_conll
 from spacy_isbn.corpus.readers import create_gold_tag_reader
 
@@ -66,3 +76,247 @@ def test_split_dev_holds_out_the_end(tmp_path):
           str(tmp_path / "d.conllu"), "--dev-fraction", "0.3"])
     assert len(list(read_conll(tmp_path / "t.conllu"))) == 2
     assert len(list(read_conll(tmp_path / "d.conllu"))) == 1
+
+
+# ---------------------------------------------------------------------------
+# Any UD treebank: fetch, prepare, train-config
+# ---------------------------------------------------------------------------
+
+TINY = (FIXTURES / "tiny.conllu").read_text(encoding="utf8")
+REPO = Path(__file__).parents[1]
+
+
+def _fake_ud(data_dir: Path, name: str, files: list) -> Path:
+    """``data_dir/ud/<name>/`` with the tiny treebank under real-looking UD file names."""
+    tb = data_dir / "ud" / name
+    tb.mkdir(parents=True)
+    for fname in files:
+        (tb / fname).write_text(TINY, encoding="utf8")
+    (tb / "README.md").write_text("not a treebank file\n", encoding="utf8")
+    return tb
+
+
+def _error(argv) -> str:
+    """The one-line message main exits with (status 1)."""
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in argv])
+    assert isinstance(exc.value.code, str) and exc.value.code.startswith("error: ")
+    return exc.value.code
+
+
+def _no_network(request, *args, **kwargs):
+    raise AssertionError(f"unexpected download of {getattr(request, 'full_url', request)}")
+
+
+def test_fetch_ud_from_data_dir_takes_the_language_from_the_file_names(tmp_path, capsys):
+    data = tmp_path / "data"
+    _fake_ud(data, "UD_Dutch-Tiny", [f"nl_tiny-ud-{s}.conllu" for s in ("train", "dev", "test")])
+    main(["fetch", "UD_Dutch-Tiny", str(tmp_path / "assets"), "--data-dir", str(data)])
+    assets = tmp_path / "assets" / "UD_Dutch-Tiny"
+    meta = srsly.read_json(assets / "meta.json")
+    assert meta["lang"] == "nl" and meta["ud_lang"] == "nl" and meta["ud_name"] == "UD_Dutch-Tiny"
+    assert meta["files"] == {s: f"{s}.conllu" for s in ("dev", "test", "train")}
+    assert meta["source"] == str(data / "ud" / "UD_Dutch-Tiny") and meta["ud_tag"] is None
+    assert (assets / "train.conllu").read_text(encoding="utf8") == TINY
+    main(["prepare", "UD_Dutch-Tiny", str(assets), str(tmp_path / "corpus")])
+    assert "3 sentences (nl)" in capsys.readouterr().out
+    assert all((tmp_path / "corpus" / f"{s}.spacy").exists() for s in ("train", "dev", "test"))
+
+
+def test_ewt_is_an_alias_of_ud_english_ewt(tmp_path):
+    data = tmp_path / "data"
+    _fake_ud(data, "UD_English-EWT", [f"en_ewt-ud-{s}.conllu" for s in ("train", "dev", "test")])
+    main(["fetch", "ewt", str(tmp_path / "assets"), "--data-dir", str(data)])
+    meta = srsly.read_json(tmp_path / "assets" / "ewt" / "meta.json")
+    assert meta["ud_name"] == "UD_English-EWT" and meta["lang"] == "en"
+
+
+def test_treebank_without_dev_gets_the_end_of_train_held_out(tmp_path, capsys):
+    data = tmp_path / "data"
+    _fake_ud(data, "UD_Slovenian-Tiny", ["sl_tiny-ud-train.conllu", "sl_tiny-ud-test.conllu"])
+    main(["fetch", "UD_Slovenian-Tiny", str(tmp_path / "assets"), "--data-dir", str(data)])
+    assets = tmp_path / "assets" / "UD_Slovenian-Tiny"
+    assert "no dev split" in capsys.readouterr().out
+    assert srsly.read_json(assets / "meta.json")["files"] == {"train": "train.conllu", "test": "test.conllu"}
+    corpus = tmp_path / "corpus"
+    main(["prepare", "UD_Slovenian-Tiny", str(assets), str(corpus), "--dev-fraction", "0.3"])
+    assert "(sl)" in capsys.readouterr().out
+    assert len(list(read_conll(corpus / "split" / "train.conllu"))) == 2
+    assert len(list(read_conll(corpus / "split" / "dev.conllu"))) == 1
+    assert all((corpus / f"{s}.spacy").exists() for s in ("train", "dev", "test"))
+
+
+def test_language_spacy_lacks_falls_back_to_xx(tmp_path, capsys):
+    data = tmp_path / "data"
+    _fake_ud(data, "UD_Nowhere-Tiny", ["qxx_tiny-ud-train.conllu", "qxx_tiny-ud-test.conllu"])
+    main(["fetch", "UD_Nowhere-Tiny", str(tmp_path / "assets"), "--data-dir", str(data)])
+    meta = srsly.read_json(tmp_path / "assets" / "UD_Nowhere-Tiny" / "meta.json")
+    assert meta["ud_lang"] == "qxx" and meta["lang"] == "xx"
+    assert "spaCy cannot load language 'qxx'" in capsys.readouterr().out
+
+
+def test_ud_dir_without_train_file_says_what_it_looked_for(tmp_path):
+    data = tmp_path / "data"
+    tb = _fake_ud(data, "UD_Dutch-Tiny", ["nl_tiny-ud-test.conllu"])
+    msg = _error(["fetch", "UD_Dutch-Tiny", tmp_path / "assets", "--data-dir", data])
+    assert str(tb) in msg and "*-ud-train.conllu" in msg
+
+
+class _FakeGitHub:
+    """urlopen for GitHub's contents API listing and the files' download URLs."""
+
+    def __init__(self, files: dict):
+        self.files = files
+        self.requested = []
+
+    def listing(self, name: str, ref: str) -> list:
+        raw = f"https://raw.githubusercontent.com/UniversalDependencies/{name}/{ref}/"
+        return ([{"name": f, "type": "file", "download_url": raw + f} for f in self.files]
+                + [{"name": "not-to-release", "type": "dir", "download_url": None}])
+
+    def __call__(self, request, timeout=None):
+        url = request.full_url
+        self.requested.append(url)
+        if url.startswith("https://api.github.com/repos/UniversalDependencies/"):
+            name = url.split("/")[5]
+            ref = url.partition("?ref=")[2] or "master"
+            return io.BytesIO(json.dumps(self.listing(name, ref)).encode("utf8"))
+        return io.BytesIO(self.files[url.rsplit("/", 1)[1]].encode("utf8"))
+
+
+def test_fetch_from_github_lists_the_repo_and_downloads_the_conllu_files(tmp_path, monkeypatch):
+    one, two = TINY.split("\n\n")[0] + "\n\n", TINY.split("\n\n", 1)[1]
+    github = _FakeGitHub({"README.md": "readme", "stats.xml": "<stats/>",
+                          "sl_tiny-ud-train-a.conllu": one, "sl_tiny-ud-train-b.conllu": two,
+                          "sl_tiny-ud-test.conllu": TINY})
+    monkeypatch.setattr(urllib.request, "urlopen", github)
+    main(["fetch", "UD_Slovenian-Tiny", str(tmp_path / "assets"), "--data-dir", str(tmp_path / "nodata"),
+          "--ud-tag", "r2.13"])
+    raw = "https://raw.githubusercontent.com/UniversalDependencies/UD_Slovenian-Tiny/r2.13/"
+    assert github.requested == [
+        "https://api.github.com/repos/UniversalDependencies/UD_Slovenian-Tiny/contents?ref=r2.13",
+        raw + "sl_tiny-ud-train-a.conllu", raw + "sl_tiny-ud-train-b.conllu", raw + "sl_tiny-ud-test.conllu"]
+    assets = tmp_path / "assets" / "UD_Slovenian-Tiny"
+    # the parts of a split are joined in name order
+    words = [s.words for s in read_conll(assets / "train.conllu")]
+    assert words == [s.words for s in read_conll(FIXTURES / "tiny.conllu")]
+    meta = srsly.read_json(assets / "meta.json")
+    assert meta["lang"] == "sl" and meta["ud_tag"] == "r2.13"
+    assert meta["source"] == "https://github.com/UniversalDependencies/UD_Slovenian-Tiny"
+
+
+def test_github_http_error_says_where_it_looked(tmp_path, monkeypatch):
+    def not_found(request, timeout=None):
+        raise urllib.error.HTTPError(request.full_url, 404, "Not Found", {}, None)
+
+    monkeypatch.setattr(urllib.request, "urlopen", not_found)
+    msg = _error(["fetch", "UD_Klingon-Tiny", tmp_path / "assets", "--data-dir", tmp_path / "data"])
+    assert str(tmp_path / "data" / "ud" / "UD_Klingon-Tiny") + " does not exist" in msg
+    assert "UniversalDependencies/UD_Klingon-Tiny/contents: HTTP 404" in msg and "no such repository" in msg
+    assert not (tmp_path / "assets" / "UD_Klingon-Tiny").exists()
+
+
+def test_offline_download_is_one_clear_error(tmp_path, monkeypatch):
+    def offline(request, timeout=None):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    msg = _error(["fetch", "UD_Dutch-Tiny", tmp_path / "assets"])
+    assert "no --data-dir given" in msg and "could not download https://api.github.com" in msg
+    assert "Name or service not known" in msg
+
+
+def test_unknown_treebank_name_is_not_looked_up_online(tmp_path, monkeypatch):
+    monkeypatch.setattr(urllib.request, "urlopen", _no_network)
+    msg = _error(["fetch", "wsj", tmp_path / "assets", "--data-dir", tmp_path / "data"])
+    assert "unknown treebank 'wsj'" in msg and str(tmp_path / "data" / "ud" / "wsj") in msg
+    assert "UD_Dutch-LassySmall" in msg
+
+
+def test_prepare_without_fetch_says_what_to_run(tmp_path):
+    msg = _error(["prepare", "UD_Dutch-Tiny", tmp_path / "assets" / "UD_Dutch-Tiny", tmp_path / "corpus"])
+    assert "no treebank in " + str(tmp_path / "assets" / "UD_Dutch-Tiny") in msg and "fetch" in msg
+    (tmp_path / "assets" / "UD_Dutch-Tiny").mkdir(parents=True)
+    msg = _error(["prepare", "UD_Dutch-Tiny", tmp_path / "assets" / "UD_Dutch-Tiny", tmp_path / "corpus"])
+    assert str(tmp_path / "assets" / "UD_Dutch-Tiny" / "meta.json") + " not found" in msg
+
+
+def test_train_config_uses_the_treebanks_own_config_when_there_is_one(tmp_path):
+    out = tmp_path / "ddt.cfg"
+    main(["train-config", "ddt", str(out), "--config-dir", str(REPO / "configs"),
+          "--asset-dir", str(tmp_path / "no-assets")])
+    assert out.read_bytes() == (REPO / "configs" / "ddt.cfg").read_bytes()
+
+
+def test_train_config_is_ewt_in_the_treebanks_language_otherwise(tmp_path):
+    assets = tmp_path / "assets" / "UD_Dutch-Tiny"
+    assets.mkdir(parents=True)
+    srsly.write_json(assets / "meta.json", {"lang": "nl", "files": {}})
+    out = tmp_path / "training" / "config.cfg"
+    main(["train-config", "UD_Dutch-Tiny", str(out), "--config-dir", str(REPO / "configs"),
+          "--asset-dir", str(assets)])
+    config = load_config(out, interpolate=False)
+    ewt = load_config(REPO / "configs" / "ewt.cfg", interpolate=False)
+    assert config["nlp"]["lang"] == "nl"
+    ewt["nlp"]["lang"] = "nl"
+    assert config == ewt
+    msg = _error(["train-config", "UD_Dutch-Tiny", out, "--config-dir", REPO / "configs",
+                  "--asset-dir", tmp_path / "nowhere"])
+    assert "no treebank in " + str(tmp_path / "nowhere") in msg
+
+
+def test_baseline_config_gets_the_language_fetch_found(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(benchmark, "baseline_config", lambda tb, out, lang: calls.append((tb, lang)))
+    assets = tmp_path / "UD_Dutch-Tiny"
+    assets.mkdir()
+    srsly.write_json(assets / "meta.json", {"lang": "nl", "files": {}})
+    main(["baseline-config", "UD_Dutch-Tiny", str(tmp_path / "b.cfg"), "--asset-dir", str(assets)])
+    main(["baseline-config", "UD_Dutch-Tiny", str(tmp_path / "b.cfg"), "--lang", "af"])
+    assert calls == [("UD_Dutch-Tiny", "nl"), ("UD_Dutch-Tiny", "af")]
+
+
+def test_project_steps_depend_only_on_files_there_or_made_before():
+    """For a treebank with no config of its own, every dep of the workflows'
+    steps is in the repository or an output of an earlier step."""
+    project = load_project_config(REPO, overrides={"vars.treebank": "UD_Nowhere-Tiny"})
+    commands = {c["name"]: c for c in project["commands"]}
+    made = set()
+    for name in project["workflows"]["all"] + project["workflows"]["benchmark"]:
+        for dep in commands[name].get("deps", []):
+            assert dep in made or (REPO / dep).exists(), (name, dep)
+        made.update(commands[name].get("outputs", []))
+
+
+# ---------------------------------------------------------------------------
+# Errors are one clear line
+# ---------------------------------------------------------------------------
+
+
+def test_evaluate_and_set_beam_need_a_parser(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    model = tmp_path / "no-parser"
+    nlp.to_disk(model)
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus)])
+    msg = _error(["evaluate", model, corpus, tmp_path / "m.json"])
+    assert str(model) in msg and "no parser component" in msg and "sentencizer" in msg
+    msg = _error(["set-beam", model, "5"])
+    assert str(model) in msg and "no isbn_parser" in msg and "sentencizer" in msg
+
+
+def test_convert_missing_or_malformed_input(tmp_path):
+    msg = _error(["convert", tmp_path / "missing.conllu", tmp_path / "out.spacy"])
+    assert msg == f"error: CoNLL file not found: {tmp_path / 'missing.conllu'}"
+    msg = _error(["convert", FIXTURES / "bad_head.conllu", tmp_path / "out.spacy"])
+    assert msg.startswith(f"error: {FIXTURES / 'bad_head.conllu'}:")
+    assert not (tmp_path / "out.spacy").exists()
+
+
+def test_command_line_error_has_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "spacy_isbn.cli", "convert",
+                           str(tmp_path / "missing.conllu"), str(tmp_path / "out.spacy")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"error: CoNLL file not found: {tmp_path / 'missing.conllu'}"

@@ -367,7 +367,9 @@ class BeamSearch:
                 c = h.config
                 req.src[i] = c.sources()
                 self.extractor.extract(c, h.words, req.feats[i])
-                req.masks[i] = c.legal_actions(front_is_last=must_end)
+                req.masks[i] = c.legal_actions()
+                if must_end:
+                    req.allowed[i] = c.legal_actions(front_is_last=True)
                 req.end_legal[i] = c.end_is_legal()
                 req.root_top[i] = c.stack[-1] == 0
             req.next_word = [nxt] * len(batch)
@@ -375,7 +377,9 @@ class BeamSearch:
             out = yield req
             for i, h in enumerate(batch):
                 h.config.register_state(int(out["ids"][i]))
-            act_lp = out["act"]
+            # normalised over Phi as in training; decisions that would leave the
+            # sentence unfinishable at its known last word are only filtered out
+            act_lp = numpy.where(req.allowed, out["act"], NEG_INF)
             scores = numpy.array([h.score for h in batch])
             shift_scores = scores + act_lp[:, SHIFT]
             # Shift: generate the next word of this sentence ...
@@ -455,15 +459,16 @@ class BeamSearch:
 class _Request:
     """What a search needs scored for a batch of its pending hypotheses."""
 
-    __slots__ = ("hyps", "src", "feats", "masks", "end_legal", "root_top", "next_word",
-                 "start_word")
+    __slots__ = ("hyps", "src", "feats", "masks", "allowed", "end_legal", "root_top",
+                 "next_word", "start_word")
 
     def __init__(self, hyps: list, width: int):
         N = len(hyps)
         self.hyps = hyps
         self.src = numpy.empty((N, N_RELATIONS), dtype="int64")
         self.feats = numpy.full((N, width), -1, dtype="int32")
-        self.masks = numpy.zeros((N, N_ACTIONS), dtype=bool)
+        self.masks = numpy.zeros((N, N_ACTIONS), dtype=bool)  # Phi
+        self.allowed = numpy.ones((N, N_ACTIONS), dtype=bool)  # what the search may follow
         self.end_legal = numpy.zeros(N, dtype=bool)
         self.root_top = numpy.zeros(N, dtype=bool)
         self.next_word: list = [None] * N  # the word a Shift generates (see _generate)

@@ -1,0 +1,207 @@
+"""Raw text in: a pipeline with a tagger in front of isbn_parser, joint tagging,
+and the scores the search reports against the training forward."""
+import json
+import subprocess
+import sys
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_isbn.model.derivation import DerivationBatch, build_derivation, chain_derivations
+from spacy_isbn.model.features import SentenceInputs
+from spacy_isbn.model.isbn import ISBNScorer
+
+from .conftest import TINY_TREEBANK
+
+PUNCT_TAG = "."
+
+
+def _with_period(words, tags, heads, deps):
+    root = next(i for i, h in enumerate(heads) if h == i)
+    return words + ["."], tags + [PUNCT_TAG], heads + [root], deps + ["punct"]
+
+
+def _morph(tag):
+    return {"NN": "Number=Sing", "NNS": "Number=Plur", "VBZ": "Number=Sing|Person=3"}.get(tag, "")
+
+
+def _reference(vocab, sentences):
+    """One gold Doc of several sentences (words, tags, sentence-local heads, labels)."""
+    words, tags, heads, deps = [], [], [], []
+    for w, t, h, d in sentences:
+        heads += [x + len(words) for x in h]
+        words += w
+        tags += t
+        deps += d
+    return Doc(vocab, words=words, tags=tags, morphs=[_morph(t) for t in tags],
+               heads=heads, deps=deps)
+
+
+def _docs(vocab):
+    """Docs of two or three sentences, each ending in a period."""
+    sents = [_with_period(*s) for s in TINY_TREEBANK]
+    groups = [sents[0:2], sents[2:5], sents[1:3], sents[3:5] + sents[0:1]]
+    return [_reference(vocab, g) for g in groups]
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    """tok2vec + tagger + morphologizer + isbn_parser trained together, the
+    parser learning from the tags the tagger predicts; saved to disk."""
+    nlp = spacy.blank("en")
+    tok2vec = {"@architectures": "spacy.HashEmbedCNN.v2", "width": 32, "depth": 1,
+               "embed_size": 500, "window_size": 1, "maxout_pieces": 2,
+               "subword_features": True, "pretrained_vectors": None}
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": tok2vec}})
+    nlp.add_pipe("morphologizer", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": tok2vec}})
+    nlp.add_pipe("isbn_parser", config={"cutoff": 1, "tagging": "pipeline",
+                                        "model": {"hidden_width": 32}})
+    refs = _docs(nlp.vocab)
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in r]), r) for r in refs]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(150):
+        examples = [Example(Doc(nlp.vocab, words=[t.text for t in r]), r) for r in refs]
+        losses = nlp.update(examples, sgd=optimizer, annotates=["tagger", "morphologizer"])
+    assert losses["isbn_parser"] < 5.0
+    path = tmp_path_factory.mktemp("pipeline") / "model"
+    nlp.to_disk(path)
+    return nlp, path
+
+
+RAW = "the dog barks . a cat sees the dog . cats sleep ."
+
+
+def test_saved_pipeline_parses_raw_text_in_a_fresh_process(pipeline):
+    _, path = pipeline
+    code = (
+        "import json, spacy\n"
+        f"nlp = spacy.load({str(path)!r})\n"
+        f"doc = nlp({RAW!r})\n"
+        "print(json.dumps({'tags': [t.tag_ for t in doc], 'morph': [str(t.morph) for t in doc],"
+        " 'heads': [t.head.i for t in doc], 'deps': [t.dep_ for t in doc],"
+        " 'sents': [s.text for s in doc.sents]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout.strip().splitlines()[-1])
+    assert all(doc["tags"]), "every token is tagged"
+    assert doc["tags"][:3] == ["DT", "NN", "VBZ"]
+    assert doc["morph"][1] == "Number=Sing"
+    assert len(doc["sents"]) == 3
+    assert sum(1 for i, h in enumerate(doc["heads"]) if h == i) == 3, "one root per sentence"
+    assert doc["deps"][:3] == ["det", "nsubj", "root"]
+
+
+def test_parser_learns_from_predicted_tags(pipeline):
+    """In training the parser reads the tags on the predicted Doc, which the
+    annotating tagger wrote; a Doc without them is refused in pipeline mode."""
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    ref = _docs(nlp.vocab)[0]
+    pred = Doc(nlp.vocab, words=[t.text for t in ref])
+    with pytest.raises(ValueError, match=r"token\.tag_.*TAG"):
+        parser.update([Example(pred, ref)])
+    tagged = Doc(nlp.vocab, words=[t.text for t in ref], tags=["NN"] * len(ref),
+                 morphs=[""] * len(ref))
+    assert parser._training_tags(Example(tagged, ref)) is tagged
+
+
+def test_missing_tags_raise_in_pipeline_mode(pipeline):
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    with pytest.raises(ValueError, match=r"token\.tag_.*no TAG.*tagging = 'joint'"):
+        parser(nlp.make_doc("the dog barks ."))
+
+
+@pytest.mark.parametrize("beam_width", [1, 5])
+def test_joint_tagging_tags_and_parses_without_a_tagger(pipeline, beam_width):
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    parser.cfg.update(tagging="joint", beam_width=beam_width)
+    try:
+        with nlp.select_pipes(enable=["isbn_parser"]):
+            doc = nlp(RAW)
+    finally:
+        parser.cfg["tagging"] = "pipeline"
+    assert [t.tag_ for t in doc][:4] == ["DT", "NN", "VBZ", PUNCT_TAG]
+    assert str(doc[1].morph) == "Number=Sing"
+    assert len(list(doc.sents)) == 3
+    assert [t.dep_ for t in doc][:3] == ["det", "nsubj", "root"]
+
+
+def test_auto_mode_tags_jointly_only_where_tags_are_missing(pipeline):
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    parser.cfg["tagging"] = "auto"
+    try:
+        untagged = parser(nlp.make_doc("the dog barks ."))
+        tagged = Doc(nlp.vocab, words="the dog barks .".split(), tags=["DT", "VBZ", "VBZ", "."],
+                     morphs=["", "", "", ""])
+        tagged = parser(tagged)
+    finally:
+        parser.cfg["tagging"] = "pipeline"
+    assert [t.tag_ for t in untagged] == ["DT", "NN", "VBZ", "."]
+    assert [t.tag_ for t in tagged] == ["DT", "VBZ", "VBZ", "."]  # the Doc's tags are kept
+
+
+def test_generation_distributions_are_proper(pipeline):
+    """P(tag | state) (with end of sentence), P(bundle | state, tag) and
+    P(form | state, tag) each sum to one."""
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    scorer = ISBNScorer(parser.model)
+    H = numpy.random.RandomState(0).uniform(0, 1, (4, scorer.nH)).astype("float32")
+    tag_lp = scorer.tag_logprobs(H, numpy.array([True, False, True, False]))
+    assert numpy.allclose(numpy.exp(tag_lp).sum(axis=1), 1.0, atol=1e-5)
+    assert numpy.all(numpy.isneginf(tag_lp[[1, 3], scorer.nT]))
+    for tag in range(scorer.nT):
+        assert numpy.allclose(numpy.exp(scorer.bundle_logprobs(H, tag)).sum(axis=1), 1.0, atol=1e-5)
+        lo, hi = scorer.form_ranges[tag]
+        forms = numpy.stack([scorer.form_logprobs(H, tag, numpy.full(4, f)) for f in range(lo, hi)])
+        assert numpy.allclose(numpy.exp(forms).sum(axis=0), 1.0, atol=1e-5)
+
+
+def _forward_logprob(parser, doc, seg, joint):
+    """log P(trees, words) of the search's best analysis under the training forward."""
+    lex, ext = parser.lexicon, parser.extractor
+    records = parser._records(doc)
+    derivs = []
+    for sent in seg.sentences:
+        inputs = SentenceInputs(records[sent.start: sent.start + len(sent.heads)], lex)
+        if joint:
+            for tag, bundle in zip(sent.tags, sent.bundles):
+                inputs = inputs.with_word(parser.joint_tables, tag, bundle)
+            inputs.gen_tag = list(sent.tags)
+            inputs.gen_bundle = list(sent.bundles)
+            inputs.gen_form = [lex.form_id(t, r) for t, r in zip(sent.tags, inputs.records)]
+        derivs.append(build_derivation(inputs, [0] + list(sent.heads), [0] + list(sent.labels),
+                                       ext, lex.end_tag, parser.cfg["multiroot"]))
+    batch = DerivationBatch.from_derivations([chain_derivations(derivs)])
+    ll, _ = parser.model.begin_update(batch)
+    return float(ll[0])
+
+
+@pytest.mark.parametrize("joint", [False, True])
+@pytest.mark.parametrize("beam_width", [1, 10])
+def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width):
+    """The search's log P(trees, words) of its best analysis (tags included
+    when it tags jointly, sentence boundaries found by the model) is the
+    training forward's log-likelihood of the same derivation."""
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    parser.cfg.update(tagging="joint" if joint else "pipeline", beam_width=beam_width)
+    try:
+        doc = nlp.make_doc(RAW + " the old man sleeps")
+        if not joint:
+            for name in ("tagger", "morphologizer"):
+                doc = nlp.get_pipe(name)(doc)
+        [seg] = parser.predict([doc])
+        parser.set_annotations([doc], [seg])
+    finally:
+        parser.cfg["tagging"] = "pipeline"
+    assert len(seg.sentences) > 1
+    expected = _forward_logprob(parser, doc, seg, joint)
+    assert seg.logprob == pytest.approx(expected, abs=1e-3)
+    assert doc._.isbn_logprob == pytest.approx(sum(lp for _, _, lp in doc._.isbn_sentences), abs=1e-3)

@@ -162,3 +162,26 @@ def test_unknown_approximation_is_an_error():
 def test_unknown_feature_template_is_an_error():
     with pytest.raises(ValueError, match="unknown feature template"):
         parse_templates("S0.form,S9.tag")
+
+
+def test_unknown_word_signature_sees_the_original_case():
+    """Forms are lowercased for the vocabulary, but an unknown word's spelling
+    class is taken from the word as written."""
+    _, lex, _, _, _ = _setup()
+    nn = lex.tag_ids["NN"]
+    ids = {w: lex.output_ids(TokenRecord(w, "NN", "NN", ""))[2] for w in ("zebra", "Zebra", "ZEBRA", "zebra9")}
+    assert len(set(ids.values())) == 4
+    lo = lex.form_ranges[nn][0]
+    assert ids["zebra"] == lo and ids["Zebra"] == lo + 2
+    # a known word is matched lowercased, whatever its case
+    assert lex.output_ids(TokenRecord("Dog", "NN", "NN", ""))[2] == lex.form_ids[("NN", "dog")]
+
+
+def test_joint_tag_dictionary_and_pos_lookup():
+    """A known form may only take the tags it was seen with; an unknown one any
+    tag.  The coarse POS of a joint tag is looked up by form, then bundle, then tag."""
+    _, lex, _, _, _ = _setup()
+    assert [lex.tags[t] for t in lex.tags_of_form["dog"]] == ["NN"]
+    assert "zebra" not in lex.tags_of_form
+    assert lex.pos_for("NN", "Number=Sing", "dog") == "NN"
+    assert lex.pos_for("NNS", "", "unseen") == "NN"

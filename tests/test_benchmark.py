@@ -3,13 +3,17 @@ model is trained and no timing is asserted)."""
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import srsly
-from spacy.tokens import Doc
+from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
+from spacy_isbn.corpus.conll import read_conll
 from spacy_isbn.evaluation import benchmark as bm
+
+from .conftest import TINY_TREEBANK
 
 LOG = """\x1b[38;5;4mℹ Pipeline: ['tok2vec', 'tagger', 'morphologizer', 'parser']\x1b[0m
 \x1b[38;5;4mℹ Initial learn rate: 0.001\x1b[0m
@@ -279,3 +283,273 @@ def test_timed_train_raises_on_failure(tmp_path, monkeypatch):
     with pytest.raises(subprocess.CalledProcessError):
         bm.timed_train(tmp_path / "c.cfg", tmp_path / "train")
     assert not (tmp_path / "train" / "train_timing.json").exists()
+
+
+# ---------------------------------------------------------------------------
+# Raw-text setting
+# ---------------------------------------------------------------------------
+
+UPOS = {"DT": "DET", "NN": "NOUN", "NNS": "NOUN", "VBZ": "VERB", "VBP": "VERB", "JJ": "ADJ"}
+FEATS = {"NN": "Number=Sing", "NNS": "Number=Plur"}
+
+
+def write_conllu(path, docs):
+    """TINY_TREEBANK sentences as CoNLL-U, ``docs`` = sentences per document."""
+    lines, k = [], 0
+    for d, n in enumerate(docs):
+        for s in range(n):
+            words, tags, heads, deps = TINY_TREEBANK[k % len(TINY_TREEBANK)]
+            k += 1
+            if s == 0:
+                lines.append(f"# newdoc id = d{d}")
+            lines.append(f"# sent_id = d{d}-{s}")
+            for i, (w, t, h, dep) in enumerate(zip(words, tags, heads, deps)):
+                head = 0 if h == i else h + 1
+                lines.append(f"{i + 1}\t{w}\t{w}\t{UPOS[t]}\t{t}\t{FEATS.get(t, '_')}\t{head}\t{dep}\t_\t_")
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf8")
+    return path
+
+
+def test_document_sizes_from_newdoc_comments_document_list_or_blocks(tmp_path):
+    with_newdoc = list(read_conll(write_conllu(tmp_path / "t.conllu", [3, 2, 1])))
+    assert bm.document_sizes(with_newdoc) == ([3, 2, 1], "# newdoc comments")
+    plain = with_newdoc
+    for s in plain:
+        s.comments = []
+    assert bm.document_sizes(plain, block=4) == ([4, 2], "blocks of 4 sentences")
+    # a CoNLL-X style document list: rows of both splits, in any order
+    tsv = tmp_path / "documents.tsv"
+    n_words = [len(s.words) for s in plain]
+    tsv.write_text("document\tsplit\tfirst_sentence\tsentences\ttokens\n"
+                   f"b\ttest\t3\t4\t{sum(n_words[2:])}\n"
+                   "x\ttrain\t1\t9\t99\n"
+                   f"a\ttest\t1\t2\t{sum(n_words[:2])}\n", encoding="utf8")
+    assert bm.document_sizes(plain, tsv) == ([2, 4], f"document list {tsv}")
+    with pytest.raises(ValueError):  # the list does not fit the file
+        bm.document_sizes(plain[:5], tsv)
+    tsv.write_text("document\tsplit\tfirst_sentence\tsentences\ttokens\n"
+                   "a\ttest\t1\t2\t1\nb\ttest\t3\t4\t1\n", encoding="utf8")
+    with pytest.raises(ValueError):  # token counts differ
+        bm.document_sizes(plain, tsv)
+
+
+def test_read_documents_gives_one_gold_doc_per_document(tmp_path):
+    path = write_conllu(tmp_path / "t.conllu", [3, 2])
+    docs, source = bm.read_documents(path, Vocab())
+    assert source == "# newdoc comments"
+    assert [len(d.user_data["isbn_sentences"]) for d in docs] == [3, 2]
+    first = docs[0]
+    assert [t.text for t in first][:3] == ["the", "dog", "barks"]
+    assert [t.head.i for t in first][:8] == [1, 2, 2, 4, 5, 5, 7, 5]  # heads stay in their sentence
+    assert first[1].pos_ == "NOUN" and first[1].tag_ == "NN" and str(first[1].morph) == "Number=Sing"
+
+
+def test_document_list_only_for_treebanks_that_need_it(tmp_path):
+    assert bm.document_list("ewt", tmp_path) is None
+    assert bm.document_list("ddt", None) is None
+    assert bm.document_list("ddt", tmp_path) is None  # not there: blocks of sentences
+    path = tmp_path / bm.DOCUMENT_LISTS["ddt"]
+    path.parent.mkdir(parents=True)
+    path.write_text("document\tsplit\tfirst_sentence\tsentences\n", encoding="utf8")
+    assert bm.document_list("ddt", tmp_path) == path
+
+
+def test_raw_inputs_are_words_only():
+    vocab, other = Vocab(), Vocab()
+    ref = _ref(vocab, multiroot=False)
+    doc = bm._inputs([ref], bm.RAW, relax=False, vocab=other)[0]
+    assert doc.vocab is other and doc.text == ref.text
+    assert not doc.has_annotation("SENT_START") and not doc.has_annotation("TAG")
+    assert not doc.has_annotation("DEP") and not doc.has_annotation("MORPH")
+
+
+def test_raw_system_name():
+    assert bm.raw_system_name(None) == "spaCy tagger,morphologizer,parser"
+    assert bm.raw_system_name(10, "joint") == "isbn_parser b=10, joint tagging"
+    assert bm.raw_system_name(1, "pipeline") == "isbn_parser b=1, pipeline tagging"
+
+
+def fake_raw(result):
+    c18 = {"words": 50, "las": 70.0, "uas": 75.0, "upos": 90.0, "xpos": 89.0, "ufeats": 85.0,
+           "sentences": {"precision": 80.0, "recall": 60.0, "f1": 68.57}}
+    systems = {bm.raw_system_name(None): {"metrics": c18, "words_per_second": 9000.0,
+                                          "ratio_to_spacy": 1.0},
+               bm.raw_system_name(10, "pipeline"): {"metrics": c18, "words_per_second": 450.0,
+                                                    "ratio_to_spacy": 0.05},
+               bm.raw_system_name(10, "joint"): {"available": False,
+                                                 "error": "KeyError: 'tagging' | no"}}
+    result["raw_text"] = {"docs": 3, "documents": "# newdoc comments", "sentences": 7,
+                          "words": 50, "systems": systems}
+    return result
+
+
+def test_render_benchmark_markdown_puts_raw_text_first():
+    md = bm.render_benchmark_markdown(fake_raw(fake_result()))
+    raw_at = md.index("## Raw text")
+    assert md.index("# Benchmark") < raw_at < md.index("## Table 1") < md.index("## Table 4")
+    assert "3 test documents (# newdoc comments), 7 sentences, 50 words" in md
+    assert ("| spaCy tagger,morphologizer,parser | 70.00 | 75.00 | 80.00 | 60.00 | 68.57 | "
+            "90.00 | 89.00 | 85.00 | 9000 | 1.00 |") in md
+    assert "| isbn_parser b=10, pipeline tagging | 70.00 |" in md and "| 450 | 0.05 |" in md
+    assert "| isbn_parser b=10, joint tagging | unavailable: KeyError: 'tagging' \\| no | - |" in md
+    # raw text alone: no parser-alone tables
+    only_raw = fake_raw(fake_result())
+    only_raw["systems"] = {}
+    md = bm.render_benchmark_markdown(only_raw)
+    assert "## Raw text" in md and "## Table 1" not in md and "## Table 3" not in md
+    assert "## Table 4: Training wall time" in md
+
+
+def _train(nlp, examples, steps):
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(steps):
+        nlp.update(examples, sgd=optimizer)
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def tiny_benchmark(tmp_path_factory):
+    """A test CoNLL-U file of two documents, its test.spacy, a tiny isbn
+    pipeline (tok2vec, a tagger and morphologizer listening to it, isbn_parser) and a tiny spaCy
+    tagger,morphologizer,parser baseline, trained a few steps on it."""
+    import spacy
+    from spacy.training import Example
+
+    from spacy_isbn.corpus.conll import convert
+    from spacy_isbn.corpus.readers import gold_tagged_doc
+
+    spacy.util.fix_random_seed(0)
+    root = tmp_path_factory.mktemp("bench")
+    conllu = write_conllu(root / "test.conllu", [3, 2])
+    convert(conllu, root / "corpus" / "test.spacy", n_sents=2, lang="en")
+    refs = list(DocBin().from_disk(root / "corpus" / "test.spacy").get_docs(Vocab()))
+
+    def examples(nlp, tagged):
+        return [Example(gold_tagged_doc(r, True) if tagged else Doc(nlp.vocab, words=[t.text for t in r]),
+                        Doc(nlp.vocab).from_bytes(r.to_bytes())) for r in refs]
+
+    isbn = spacy.blank("en")
+    isbn.add_pipe("tok2vec")
+    listener = {"@architectures": "spacy.Tok2VecListener.v1", "width": 96, "upstream": "*"}
+    for name in ("tagger", "morphologizer"):
+        isbn.add_pipe(name, config={"model": {"tok2vec": listener}})
+    isbn.add_pipe("isbn_parser", config={"cutoff": 1, "beam_width": 1, "model": {"hidden_width": 16}})
+    _train(isbn, examples(isbn, True), 40).to_disk(root / "isbn")
+    base = spacy.blank("en")
+    for name in ("tagger", "morphologizer"):
+        base.add_pipe(name)
+    base.add_pipe("parser", config={"min_action_freq": 1})  # keep the rare labels
+    _train(base, examples(base, False), 10).to_disk(root / "baseline")
+    return root, conllu
+
+
+def test_raw_isbn_system_needs_tagging_support_and_a_tagger(tiny_benchmark):
+    import spacy
+
+    root, _ = tiny_benchmark
+    nlp = spacy.load(root / "isbn")
+    pipe = nlp.get_pipe("isbn_parser")
+    pipe.cfg.pop("tagging", None)  # a parser from before joint tagging
+    assert "cannot tag jointly" in bm._raw_isbn_system(nlp, pipe, 10, "joint")["error"]
+    spec = bm._raw_isbn_system(nlp, pipe, 10, "pipeline")
+    assert spec["cfg"] == {"beam_width": 10} and spec["components"] == nlp.pipe_names
+    pipe.cfg["tagging"] = "pipeline"
+    spec = bm._raw_isbn_system(nlp, pipe, 1, "joint")
+    assert spec["cfg"] == {"beam_width": 1, "tagging": "joint"} and spec["optional"]
+    # the tagger and morphologizer go, and the tok2vec only they listen to
+    assert spec["components"] == ["isbn_parser"]
+    with nlp.select_pipes(disable=["tagger", "morphologizer"]):
+        error = bm._raw_isbn_system(nlp, pipe, 1, "pipeline")["error"]
+    assert "no tagger or morphologizer" in error
+
+
+def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkeypatch, tmp_path):
+    from spacy_isbn.pipes.isbn_parser import ISBNParser
+
+    root, conllu = tiny_benchmark
+    # a parser that has the setting but fails at joint search: that row is dropped, not the run
+    pipe = ISBNParser.pipe
+
+    def failing_pipe(self, stream, **kwargs):
+        if self.cfg.get("tagging") == "joint":
+            raise RuntimeError("no joint\nsearch here")
+        return pipe(self, stream, **kwargs)
+
+    monkeypatch.setattr(ISBNParser, "pipe", failing_pipe)
+    result = bm.run_benchmark("tiny", root / "isbn", root / "baseline",
+                              root / "corpus" / "test.spacy", beams=(1,), raw_beams=(1, 2),
+                              test_conll=conllu, rounds=1)
+    raw = result["raw_text"]
+    assert (raw["docs"], raw["sentences"], raw["words"]) == (2, 5, 18)
+    assert raw["documents"] == "# newdoc comments"
+    assert list(raw["systems"]) == [
+        "spaCy tagger,morphologizer,parser", "isbn_parser b=1, pipeline tagging",
+        "isbn_parser b=2, pipeline tagging", "isbn_parser b=1, joint tagging",
+        "isbn_parser b=2, joint tagging"]
+    for name, row in raw["systems"].items():
+        if "joint" in name:
+            assert row["available"] is False
+            assert row["error"] == "RuntimeError: no joint search here"
+            continue
+        m = row["metrics"]
+        assert m["words"] == 18 and 0.0 <= m["las"] <= m["uas"] <= 100.0
+        assert m["sentences"]["gold"] == 5 and m["upos"] is not None
+        assert row["words_per_second"] > 0 and len(row["seconds_rounds"]) == 1
+    spacy_row = raw["systems"]["spaCy tagger,morphologizer,parser"]
+    assert spacy_row["ratio_to_spacy"] == 1.0
+    assert spacy_row["components"] == ["tagger", "morphologizer", "parser"]
+    assert raw["systems"]["isbn_parser b=1, pipeline tagging"]["components"] == [
+        "tok2vec", "tagger", "morphologizer", "isbn_parser"]
+    # the parser-alone settings still run beside it
+    assert set(result["systems"]) == {"spaCy parser, gold tags", "isbn_parser b=1, gold tags",
+                                      "spaCy parser, pipeline tags", "isbn_parser b=1, pipeline tags"}
+    assert result["systems"]["isbn_parser b=1, gold tags"]["metrics"]["n_words"] == 18
+    assert "raw_text" in result["method"] and "parser_alone" in result["method"]
+    paths = bm.write_benchmark(result, tmp_path)
+    md = paths["md"].read_text(encoding="utf8")
+    assert md.index("## Raw text") < md.index("## Table 1")
+    assert srsly.read_json(paths["json"])["raw_text"]["words"] == 18
+
+
+def test_run_benchmark_raw_only_with_limit(tiny_benchmark):
+    root, conllu = tiny_benchmark
+    result = bm.run_benchmark("tiny", root / "isbn", root / "baseline",
+                              root / "corpus" / "test.spacy", raw_beams=(1,), settings=["raw"],
+                              test_conll=conllu, rounds=1, limit=1)
+    assert result["systems"] == {} and result["settings"] == ["raw"]
+    assert "parser_alone" not in result["method"]
+    raw = result["raw_text"]
+    assert (raw["docs"], raw["sentences"]) == (1, 3)
+    assert raw["systems"]["isbn_parser b=1, pipeline tagging"]["metrics"]["words"] == raw["words"]
+    # joint tagging: isbn_parser alone, writing the tags itself
+    joint = raw["systems"]["isbn_parser b=1, joint tagging"]
+    assert joint["components"] == ["isbn_parser"]
+    assert joint["metrics"]["xpos"] > 0.0 and joint["metrics"]["upos"] > 0.0
+    with pytest.raises(ValueError):
+        bm.run_benchmark("tiny", root / "isbn", root / "baseline", root / "corpus" / "test.spacy",
+                         settings=["raw", "bogus"], test_conll=conllu)
+    with pytest.raises(ValueError):
+        bm.run_benchmark("tiny", root / "isbn", root / "baseline", root / "corpus" / "test.spacy",
+                         settings=["raw"])
+
+
+def test_cli_benchmark_raw_only_finds_the_test_file_in_assets(tiny_benchmark, tmp_path, monkeypatch):
+    from spacy_isbn.cli import main
+
+    root, conllu = tiny_benchmark
+    assets = tmp_path / "assets" / "tiny"
+    assets.mkdir(parents=True)
+    (assets / "test.conllu").write_bytes(conllu.read_bytes())
+    srsly.write_json(assets / "meta.json", {"lang": "en", "files": {"test": "test.conllu"}})
+    monkeypatch.chdir(tmp_path)
+    main(["benchmark", "--treebank", "tiny", "--isbn-model", str(root / "isbn"),
+          "--baseline-model", str(root / "baseline"), "--corpus-dir", str(root / "corpus"),
+          "--out-dir", "metrics", "--settings", "raw", "--raw-beams", "2", "--rounds", "1",
+          "--data-dir", str(tmp_path)])
+    result = srsly.read_json(tmp_path / "metrics" / "benchmark_tiny.json")
+    assert result["settings"] == ["raw"] and result["raw_text"]["beams"] == [2]
+    assert result["raw_text"]["test"] == str(Path("assets") / "tiny" / "test.conllu")
+    assert sorted(result["raw_text"]["systems"]) == [
+        "isbn_parser b=2, joint tagging", "isbn_parser b=2, pipeline tagging",
+        "spaCy tagger,morphologizer,parser"]

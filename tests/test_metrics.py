@@ -7,6 +7,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+import spacy_isbn.pipes.isbn_parser  # noqa: F401  (registers doc._.isbn_sentences)
 from spacy_isbn.evaluation import (
     is_punct,
     is_punct_form,
@@ -14,7 +15,9 @@ from spacy_isbn.evaluation import (
     las_uas_by_label,
     plot_f1_by_length,
     render_markdown,
+    score_conll18,
     score_dependencies,
+    universal_label,
 )
 
 VOCAB = Vocab()
@@ -271,6 +274,98 @@ def test_las_uas_by_label():
     assert res["ROOT"] == {"las": 100.0, "uas": 100.0, "count": 1}
     assert res["pobj"]["count"] == 1
     assert sum(v["count"] for v in res.values()) == 6
+
+
+# --------------------------------------------------------------------------
+# CoNLL 2018 raw-text scores
+# --------------------------------------------------------------------------
+
+# "A b C d E f G h": four gold sentences of two words each.
+C18_WORDS = ["A", "b", "C", "d", "E", "f", "G", "h"]
+
+
+def c18_gold():
+    return Doc(VOCAB, words=C18_WORDS, heads=[1, 1, 3, 3, 5, 5, 7, 7],
+               deps=["nsubj", "root", "nsubj:pass", "root", "obl:tmod", "root", "nsubj", "root"],
+               pos=["PRON", "VERB", "PRON", "VERB", "NOUN", "VERB", "PRON", "VERB"],
+               tags=["PRP", "VBZ", "PRP", "VBN", "NN", "VBD", "PRP", "VBZ"],
+               morphs=["Case=Nom", "Mood=Ind", "Case=Nom", "VerbForm=Part", "Number=Sing",
+                       "Tense=Past", "Case=Nom", "Mood=Ind"])
+
+
+def test_conll18_heads_by_document_index_across_sentence_boundaries():
+    # Predicted sentences [0,3) [3,6) [6,8) against gold [0,2) [2,4) [4,6) [6,8).
+    # w0 head ok, label obj != nsubj             -> UAS only
+    # w1 root, "ROOT" vs gold "root"             -> UAS + LAS
+    # w2 -> w1; its gold head w3 lies across the predicted boundary at 3.  Both
+    #    are HEAD=2 inside their own sentence, but different document words
+    #                                            -> wrong
+    # w3 -> w5, across the gold boundary at 4 (gold: a root) -> wrong
+    # w4 -> w5 "obl" vs gold "obl:tmod"          -> UAS + LAS (subtype dropped)
+    # w5, w6, w7 as gold                         -> UAS + LAS
+    pred = Doc(VOCAB, words=C18_WORDS, heads=[1, 1, 1, 5, 5, 5, 7, 7],
+               deps=["obj", "ROOT", "nsubj", "nsubj", "obl", "ROOT", "nsubj", "ROOT"],
+               pos=["PRON", "VERB", "PRON", "AUX", "NOUN", "VERB", "PRON", "VERB"],
+               tags=["PRP", "VBZ", "PRP", "VBN", "NNP", "VBD", "PRP", "VBZ"],
+               morphs=["Case=Nom", "Mood=Ind", "Case=Nom|Person=3", "VerbForm=Part",
+                       "Number=Sing", "", "Case=Nom", "Mood=Ind"])
+    assert [(s.start, s.end) for s in pred.sents] == [(0, 3), (3, 6), (6, 8)]
+    m = score_conll18([ex(pred, c18_gold())])
+    assert m["words"] == 8
+    assert m["uas"] == pytest.approx(100 * 6 / 8)
+    assert m["las"] == pytest.approx(100 * 5 / 8)
+    assert m["upos"] == pytest.approx(100 * 7 / 8)    # w3 AUX
+    assert m["xpos"] == pytest.approx(100 * 7 / 8)    # w4 NNP
+    assert m["ufeats"] == pytest.approx(100 * 6 / 8)  # w2 one feature more, w5 none
+    # only [6,8) matches: P = 1/3, R = 1/4, F1 = 2PR/(P+R) = 2/7
+    assert m["sentences"] == {"precision": pytest.approx(100 / 3), "recall": 25.0,
+                              "f1": pytest.approx(200 / 7), "gold": 4, "pred": 3, "correct": 1}
+    json.dumps(m)
+
+
+def test_conll18_counts_punctuation_and_universal_labels():
+    words = ["Hi", "there", "."]
+    gold = Doc(VOCAB, words=words, heads=[0, 0, 0], deps=["root", "nmod:npmod", "punct"],
+               pos=["INTJ", "ADV", "PUNCT"])
+    pred = Doc(VOCAB, words=words, heads=[0, 0, 1], deps=["ROOT", "nmod", "punct"],
+               pos=["INTJ", "ADV", "PUNCT"])
+    m = score_conll18([ex(pred, gold)])
+    assert m["uas"] == m["las"] == pytest.approx(100 * 2 / 3)  # "." is scored too
+    assert universal_label(gold[1]) == "nmod" and universal_label(gold[0]) == "ROOT"
+    assert m["upos"] == 100.0
+    assert m["xpos"] is None and m["ufeats"] is None  # no gold tags or features
+
+
+def test_conll18_multiroot_sentences_from_the_parser_and_several_docs():
+    # A CoNLL-X gold doc: sentence [0,4) has two roots (w1, w3); no UPOS.
+    words = ["a", "b", "c", "d", "e", "f"]
+    heads = [1, 1, 3, 3, 5, 5]
+    deps = ["mod", "ROOT", "subj", "ROOT", "mod", "ROOT"]
+    gold = doc(words, heads, deps, sentences=[(0, 4), (4, 6)])
+    # spaCy's sents split the multi-root sentence; isbn_parser's own do not
+    plain = doc(words, heads, deps)
+    by_parser = doc(words, heads, deps)
+    by_parser._.isbn_sentences = [[0, 4, -3.5], [4, 6, -1.0]]
+    m = score_conll18([ex(plain, gold)])
+    assert (m["sentences"]["gold"], m["sentences"]["pred"], m["sentences"]["correct"]) == (2, 3, 1)
+    assert m["las"] == 100.0 and m["upos"] is None
+    # spans are per doc: two docs with the same spans count twice
+    m = score_conll18([ex(by_parser, gold), ex(doc(words, heads, deps), gold)])
+    assert (m["sentences"]["gold"], m["sentences"]["pred"], m["sentences"]["correct"]) == (4, 5, 3)
+    assert m["words"] == 12
+
+
+def test_conll18_unsegmented_prediction_is_one_sentence_and_edge_cases():
+    gold = c18_gold()
+    m = score_conll18([ex(Doc(VOCAB, words=C18_WORDS), gold)])
+    assert (m["sentences"]["pred"], m["sentences"]["correct"]) == (1, 0)
+    assert m["uas"] == pytest.approx(100 * 4 / 8)  # the four gold roots
+    assert m["upos"] == m["xpos"] == m["ufeats"] == 0.0
+    empty = score_conll18([])
+    assert empty["words"] == 0 and empty["las"] == 0.0 and empty["upos"] is None
+    assert empty["sentences"]["f1"] == 0.0
+    with pytest.raises(ValueError):
+        score_conll18([ex(Doc(VOCAB, words=C18_WORDS[:5]), gold)])
 
 
 # --------------------------------------------------------------------------

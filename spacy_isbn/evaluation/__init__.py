@@ -1,4 +1,4 @@
-"""Evaluation: CoNLL-X style LAS/UAS, dependency-length F1, reports."""
+"""Evaluation: CoNLL-X style LAS/UAS, dependency-length F1, CoNLL 2018 raw-text scores, reports."""
 from .metrics import (
     DEFAULT_LENGTH_BINS,
     PUNCT_RULES,
@@ -12,7 +12,9 @@ from .metrics import (
     las_uas_by_label,
     prf,
     resolve_punct_rule,
+    score_conll18,
     score_dependencies,
+    universal_label,
 )
 from .report import plot_f1_by_length, render_markdown, svg_f1_by_length
 
@@ -29,7 +31,9 @@ __all__ = [
     "las_uas_by_label",
     "prf",
     "resolve_punct_rule",
+    "score_conll18",
     "score_dependencies",
+    "universal_label",
     "render_markdown",
     "plot_f1_by_length",
     "svg_f1_by_length",

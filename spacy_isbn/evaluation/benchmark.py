@@ -2,9 +2,17 @@
 
 The baseline is spaCy's ``tagger,morphologizer,parser`` pipeline from
 ``spacy init config --optimize efficiency`` trained with ``spacy train`` on
-the same ``corpus/<tb>/{train,dev}.spacy`` files as isbn_parser.  Both parsers
-are run on the test split in two settings, with gold tokenization and gold
-sentence boundaries in both:
+the same ``corpus/<tb>/{train,dev}.spacy`` files as isbn_parser.
+
+The setting users meet comes first, ``raw``: one Doc per test document
+(``# newdoc`` comments of the CoNLL-U file, the DDT's document list, else
+blocks of 10 sentences) holding the gold words only, no tags and no sentence
+boundaries; the whole shipped isbn pipeline (beams 1 and 10, tags from its
+tagger/morphologizer or searched jointly by isbn_parser) and the whole baseline
+run on it, scored by :func:`~spacy_isbn.evaluation.metrics.score_conll18`.
+
+The parsers alone are then run on the test split in two settings, with gold
+tokenization and gold sentence boundaries in both:
 
 * ``gold``: gold tags and morphology, only the parser runs (for spaCy that is
   its ``tok2vec`` + ``parser``: the parser reads its features from the shared
@@ -14,8 +22,9 @@ sentence boundaries in both:
 
 Accuracy is :func:`~spacy_isbn.evaluation.metrics.score_dependencies`; speed is
 words/sec of ``nlp.pipe`` (one process, one batch size) measured round-robin
-over all systems for several rounds, median per system, as a ratio to spaCy's
-parser; peak memory is the ``tracemalloc`` peak of the untimed warm-up pass.
+over all systems of all settings for several rounds, median per system, as a
+ratio to spaCy's in the same setting; peak memory is the ``tracemalloc`` peak
+of the untimed warm-up pass.
 
 Danish DDT (CoNLL-X) has no UPOS: ``token.pos_`` is empty and ``token.tag_``
 holds the POSTAG.  spaCy's tagger learns ``tag_``; its morphologizer learns
@@ -28,6 +37,7 @@ is undefined, so the generated DDT config drops it from the score weights.
 """
 from __future__ import annotations
 
+import csv
 import gc
 import os
 import re
@@ -41,14 +51,16 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import srsly
-from spacy_isbn.evaluation.metrics import score_dependencies
+from spacy_isbn.corpus.conll import read_conll, resolve_format, sentences_to_docs
+from spacy_isbn.evaluation.metrics import score_conll18, score_dependencies
 from spacy_isbn.evaluation.report import _cell, _fmt, _table, plot_f1_by_length, render_markdown
 
 __all__ = [
     "TREEBANK_LANG", "NO_UPOS_TREEBANKS", "BASELINE_PIPELINE", "SPACY", "ISBN",
     "baseline_config",
     "parse_console_table", "training_timing", "timed_train",
-    "round_robin", "median_speed", "speed_ratios", "system_name",
+    "round_robin", "median_speed", "speed_ratios", "system_name", "raw_system_name",
+    "document_sizes", "read_documents", "document_list",
     "run_benchmark", "render_benchmark_markdown", "write_benchmark",
 ]
 
@@ -61,6 +73,14 @@ ISBN = "isbn_parser"
 # names of the trained pipelines in the training-time table
 TRAINED = {"baseline": f"spaCy {BASELINE_PIPELINE}", "isbn": "isbn_parser"}
 SETTINGS = {"gold": "gold tags", "pipeline": "pipeline tags"}
+RAW = "raw"
+ALL_SETTINGS = (RAW, *SETTINGS)
+# isbn_parser's cfg["tagging"]: tags from the tagger/morphologizer in front, or its own search
+TAGGINGS = {"pipeline": "pipeline tagging", "joint": "joint tagging"}
+TAGGER_FACTORIES = ("tagger", "morphologizer")
+# document lists (relative to the shared data dir) of treebanks without # newdoc comments
+DOCUMENT_LISTS = {"ddt": "conllx/danish_ddt/danish_ddt_documents.tsv"}
+DOCUMENT_BLOCK = 10
 TIMING_FILE = "train_timing.json"
 MIB = 1024.0 * 1024.0
 
@@ -294,8 +314,81 @@ def speed_ratios(words_per_second: Dict[str, Optional[float]], reference: str) -
 
 
 # ---------------------------------------------------------------------------
+# Raw-text documents
+# ---------------------------------------------------------------------------
+
+
+def document_sizes(sentences: Sequence, documents: Optional[Path] = None, *,
+                   split: str = "test", block: int = DOCUMENT_BLOCK) -> Tuple[List[int], str]:
+    """Sentences per document of a CoNLL file's ``sentences``, and where the
+    split came from: the ``# newdoc`` comments when the file has any, else the
+    ``split`` rows of the ``documents`` TSV (``first_sentence`` 1-based within
+    the split file, ``sentences``, optional ``tokens``, all checked against the
+    file), else blocks of ``block`` sentences."""
+    starts = [i for i, s in enumerate(sentences)
+              if any(c.startswith("# newdoc") for c in s.comments)]
+    if starts:
+        bounds = sorted({0, *starts}) + [len(sentences)]
+        return [b - a for a, b in zip(bounds, bounds[1:])], "# newdoc comments"
+    if documents is None:
+        n = len(sentences)
+        return [min(block, n - i) for i in range(0, n, block)], f"blocks of {block} sentences"
+    with open(documents, encoding="utf8", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["split"] == split]
+    sizes: List[int] = []
+    start = 0
+    for row in sorted(rows, key=lambda r: int(r["first_sentence"])):
+        size, tokens = int(row["sentences"]), row.get("tokens")
+        words = sum(len(s.words) for s in sentences[start:start + size])
+        if int(row["first_sentence"]) != start + 1 or (tokens and int(tokens) != words):
+            raise ValueError(f"{documents}: document {row.get('document')} does not match the "
+                             f"{split} file at sentence {start + 1}")
+        sizes.append(size)
+        start += size
+    if start != len(sentences):
+        raise ValueError(f"{documents}: the {split} documents hold {start} sentences, "
+                         f"the file {len(sentences)}")
+    return sizes, f"document list {documents}"
+
+
+def read_documents(path: Path, vocab, documents: Optional[Path] = None, *,
+                   split: str = "test", block: int = DOCUMENT_BLOCK) -> Tuple[list, str]:
+    """One gold Doc per document of a CoNLL file, built by the project's own
+    converter (so with the annotation and ``user_data`` of ``<split>.spacy``),
+    and where the documents came from (:func:`document_sizes`)."""
+    fmt = resolve_format(path)
+    sentences = list(read_conll(path, fmt=fmt))
+    sizes, source = document_sizes(sentences, documents, split=split, block=block)
+    docs: list = []
+    start = 0
+    for size in sizes:
+        docs += sentences_to_docs(sentences[start:start + size], vocab, n_sents=size, fmt=fmt)
+        start += size
+    return docs, source
+
+
+def document_list(treebank: str, data_dir: Optional[Path]) -> Optional[Path]:
+    """The treebank's document list in the shared data dir, when it has one
+    and it is there (else the raw setting falls back to sentence blocks)."""
+    if data_dir is None or treebank not in DOCUMENT_LISTS:
+        return None
+    path = Path(data_dir) / DOCUMENT_LISTS[treebank]
+    if not path.exists():
+        _log(f"no document list at {path}: raw-text documents are blocks of "
+             f"{DOCUMENT_BLOCK} sentences")
+        return None
+    return path
+
+
+# ---------------------------------------------------------------------------
 # The benchmark
 # ---------------------------------------------------------------------------
+
+
+def raw_system_name(beam: Optional[int], tagging: Optional[str] = None) -> str:
+    """``"isbn_parser b=10, joint tagging"``; ``beam`` None is the baseline,
+    ``"spaCy tagger,morphologizer,parser"``."""
+    return TRAINED["baseline"] if beam is None else f"{ISBN} b={beam}, {TAGGINGS[tagging]}"
 
 
 def _relaxed_starts(starts: List[bool]) -> List[Optional[bool]]:
@@ -303,10 +396,11 @@ def _relaxed_starts(starts: List[bool]) -> List[Optional[bool]]:
     return [True if s else None for s in starts]
 
 
-def _inputs(refs, setting: str, relax: bool):
-    """Fresh input docs: gold tags+morph (``gold``) or words only
-    (``pipeline``), gold sentence starts in both; ``relax`` leaves non-starts
-    unknown instead of forbidden (multi-root treebanks, spaCy's parser)."""
+def _inputs(refs, setting: str, relax: bool, vocab=None):
+    """Fresh input docs: gold tags+morph (``gold``), words with gold sentence
+    starts (``pipeline``) or words only (``raw``), the words-only ones in
+    ``vocab`` (default: the refs'); ``relax`` leaves non-starts unknown instead
+    of forbidden (multi-root treebanks, spaCy's parser)."""
     from spacy.tokens import Doc
 
     from spacy_isbn.corpus.readers import gold_tagged_doc, sentence_starts
@@ -320,10 +414,10 @@ def _inputs(refs, setting: str, relax: bool):
                     if not token.is_sent_start:
                         token.is_sent_start = None
         else:
-            starts = sentence_starts(ref)
-            doc = Doc(ref.vocab, words=[t.text for t in ref],
+            starts = None if setting == RAW else sentence_starts(ref)
+            doc = Doc(ref.vocab if vocab is None else vocab, words=[t.text for t in ref],
                       spaces=[bool(t.whitespace_) for t in ref],
-                      sent_starts=_relaxed_starts(starts) if relax else starts)
+                      sent_starts=_relaxed_starts(starts) if relax and starts else starts)
         out.append(doc)
     return out
 
@@ -336,6 +430,48 @@ def _score(preds, refs) -> dict:
             if key in ref.user_data:
                 pred.user_data[key] = ref.user_data[key]
     return score_dependencies([Example(p, r) for p, r in zip(preds, refs)])
+
+
+def _score_raw(preds, refs) -> dict:
+    from spacy.training import Example
+
+    return score_conll18([Example(p, r) for p, r in zip(preds, refs)])
+
+
+def _by_factory(nlp, *factories: str) -> List[str]:
+    return [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory in factories]
+
+
+def _without_taggers(nlp) -> List[str]:
+    """The enabled components minus the tagger and morphologizer, and minus a
+    tok2vec only they listen to (timing it would charge joint tagging for
+    work nobody reads)."""
+    drop = set(_by_factory(nlp, *TAGGER_FACTORIES))
+    taggers = set(drop)
+    for name in _by_factory(nlp, "tok2vec"):
+        listeners = set(nlp.get_pipe(name).listening_components)
+        if listeners and listeners <= taggers:
+            drop.add(name)
+    return [n for n in nlp.pipe_names if n not in drop]
+
+
+def _raw_isbn_system(isbn_nlp, pipe, beam: int, tagging: str) -> dict:
+    """How to run the shipped isbn pipeline on raw text at ``beam`` with
+    ``tagging``, or ``{"error": why}`` when it cannot run that way."""
+    cfg = {"beam_width": beam}
+    if "tagging" in pipe.cfg:
+        cfg["tagging"] = tagging
+    elif tagging == "joint":
+        return {"error": "isbn_parser has no cfg['tagging']: this pipeline cannot tag jointly"}
+    if tagging == "joint":
+        components = _without_taggers(isbn_nlp)
+    elif _by_factory(isbn_nlp, *TAGGER_FACTORIES):
+        components = list(isbn_nlp.pipe_names)
+    else:
+        return {"error": "the isbn pipeline has no tagger or morphologizer to tag for isbn_parser"}
+    # optional: a failure (e.g. at joint search) drops this row, not the whole run
+    return {"nlp": isbn_nlp, "pipe": pipe, "cfg": cfg, "components": components,
+            "optional": True}
 
 
 def _load_timing(path: Optional[Path]) -> Optional[dict]:
@@ -354,30 +490,45 @@ def run_benchmark(
     test_path: Path,
     *,
     beams: Sequence[int] = (1, 5, 10),
+    raw_beams: Sequence[int] = (1, 10),
+    settings: Sequence[str] = ALL_SETTINGS,
+    test_conll: Optional[Path] = None,
+    documents: Optional[Path] = None,
     rounds: int = 3,
     batch_size: int = 64,
     limit: int = 0,
     isbn_timing: Optional[Path] = None,
     baseline_timing: Optional[Path] = None,
 ) -> dict:
-    """Score and time spaCy's parser and isbn_parser (each beam) in both
-    settings; returns the JSON-serialisable result (see
-    :func:`render_benchmark_markdown`)."""
+    """Score and time the systems of each of ``settings`` (see the module
+    docstring): ``raw`` parses the documents of ``test_conll`` (split with
+    ``documents`` when it has no ``# newdoc`` comments) at ``raw_beams``;
+    ``gold`` and ``pipeline`` parse ``test_path`` at ``beams``.  ``limit``
+    keeps the first N docs of each.  Returns the JSON-serialisable result
+    (see :func:`render_benchmark_markdown`)."""
     import spacy
     from spacy.tokens import DocBin
 
+    unknown = sorted(set(settings) - set(ALL_SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown settings {unknown}: choose from {', '.join(ALL_SETTINGS)}")
+    settings = [s for s in ALL_SETTINGS if s in settings]
+    if RAW in settings and test_conll is None:
+        raise ValueError("the raw setting needs test_conll, the test CoNLL file")
     _log(f"loading {baseline_model} and {isbn_model}")
     nlp = spacy.load(baseline_model)
     isbn_nlp = spacy.load(isbn_model)
     isbn_src = next(n for n in isbn_nlp.pipe_names
                     if isbn_nlp.get_pipe_meta(n).factory == "isbn_parser")
+    raw_isbn = isbn_nlp.get_pipe(isbn_src)
     parser = next(n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "parser")
-    tok2vecs = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "tok2vec"]
-    taggers = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory in ("tagger", "morphologizer")]
+    tok2vecs = _by_factory(nlp, "tok2vec")
+    taggers = _by_factory(nlp, *TAGGER_FACTORIES)
+    baseline_pipeline = list(nlp.pipe_names)
     nlp.add_pipe(isbn_src, name=ISBN, source=isbn_nlp)
     isbn = nlp.get_pipe(ISBN)
     multiroot = bool(isbn.cfg.get("multiroot", False))
-    saved_beam = isbn.cfg.get("beam_width")
+    saved_cfg = dict(raw_isbn.cfg)
 
     refs = list(DocBin().from_disk(test_path).get_docs(nlp.vocab))
     if limit:
@@ -387,82 +538,134 @@ def run_benchmark(
     _log(f"{test_path}: {len(refs)} docs, {n_sents} sentences, {n_words} words; "
          f"multiroot={multiroot}")
 
-    # (parser, beam, setting) -> enabled components, inputs are relaxed?
-    systems: Dict[Tuple[str, Optional[int], str], dict] = {}
+    # (setting, name) -> how to run it: pipeline, components, isbn cfg, input docs
+    systems: Dict[Tuple[str, str], dict] = {}
+    given_tags = {"tagging": "pipeline"} if "tagging" in isbn.cfg else {}  # read, not searched
     for setting in SETTINGS:
+        if setting not in settings:
+            continue
         enable = tok2vecs + [parser] if setting == "gold" else tok2vecs + taggers + [parser]
-        systems[(SPACY, None, setting)] = {"enable": enable, "relax": multiroot}
+        systems[(setting, system_name(SPACY, None, setting))] = {
+            "parser": SPACY, "beam": None, "nlp": nlp, "components": enable,
+            "refs": refs, "relax": multiroot}
         for b in beams:
             enable = [ISBN] if setting == "gold" else tok2vecs + taggers + [ISBN]
-            systems[(ISBN, int(b), setting)] = {"enable": enable, "relax": False}
+            systems[(setting, system_name(ISBN, int(b), setting))] = {
+                "parser": ISBN, "beam": int(b), "nlp": nlp, "components": enable,
+                "pipe": isbn, "cfg": {"beam_width": int(b), **given_tags}, "refs": refs,
+                "relax": False}
+    raw = None
+    if RAW in settings:
+        raw_refs, source = read_documents(test_conll, nlp.vocab, documents)
+        if limit:
+            raw_refs = raw_refs[:limit]
+        raw = {"test": str(test_conll), "documents": source, "docs": len(raw_refs),
+               "sentences": sum(len(d.user_data["isbn_sentences"]) for d in raw_refs),
+               "words": sum(len(d) for d in raw_refs), "beams": [int(b) for b in raw_beams]}
+        _log(f"{test_conll}: {raw['docs']} documents ({source}), {raw['sentences']} sentences, "
+             f"{raw['words']} words")
+        systems[(RAW, raw_system_name(None))] = {
+            "parser": SPACY, "beam": None, "nlp": nlp, "components": baseline_pipeline,
+            "refs": raw_refs, "relax": False}
+        for tagging in TAGGINGS:
+            for b in raw_beams:
+                systems[(RAW, raw_system_name(int(b), tagging))] = {
+                    "parser": ISBN, "beam": int(b), "tagging": tagging, "refs": raw_refs,
+                    "relax": False, **_raw_isbn_system(isbn_nlp, raw_isbn, int(b), tagging)}
+    for spec in systems.values():
+        spec["words"] = sum(len(d) for d in spec["refs"])
 
     def run(key, collect: bool):
-        name, beam, setting = key
         spec = systems[key]
-        inputs = _inputs(refs, setting, spec["relax"])
-        if beam is not None:
-            isbn.cfg["beam_width"] = beam
+        inputs = _inputs(spec["refs"], key[0], spec["relax"], spec["nlp"].vocab)
+        if "pipe" in spec:
+            spec["pipe"].cfg.update(spec["cfg"])
         gc.collect()
-        with nlp.select_pipes(enable=spec["enable"]):
+        with spec["nlp"].select_pipes(enable=spec["components"]):
             start = time.perf_counter()
-            preds = list(nlp.pipe(inputs, batch_size=batch_size))
+            preds = list(spec["nlp"].pipe(inputs, batch_size=batch_size))
             elapsed = time.perf_counter() - start
         return elapsed, (preds if collect else None)
 
-    results: Dict[str, dict] = {}
-    for key, spec in systems.items():
-        name = system_name(*key)
-        tracemalloc.start()
-        tracemalloc.reset_peak()
-        elapsed, preds = run(key, True)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        metrics = _score(preds, refs)
+    results: Dict[Tuple[str, str], dict] = {}
+    for key, spec in list(systems.items()):
+        setting, name = key
+        row = {k: spec[k] for k in ("parser", "beam", "tagging") if k in spec}
+        row.update(setting=setting, components=spec.get("components"))
+        error = spec.get("error")
+        if error is None:
+            tracemalloc.start()
+            tracemalloc.reset_peak()
+            try:
+                elapsed, preds = run(key, True)
+            except Exception as err:
+                if not spec.get("optional"):
+                    raise
+                error = " ".join(f"{type(err).__name__}: {err}".split())
+            finally:
+                _, peak = tracemalloc.get_traced_memory()
+                tracemalloc.stop()
+        if error is not None:
+            results[key] = {**row, "available": False, "error": error}
+            del systems[key]
+            _log(f"[unavailable] {name}: {error}")
+            continue
+        metrics = (_score_raw if setting == RAW else _score)(preds, spec["refs"])
         del preds
-        results[name] = {"parser": key[0], "beam": key[1], "setting": key[2],
-                         "components": spec["enable"], "metrics": metrics,
-                         "peak_memory_bytes": peak, "warmup_seconds": elapsed}
-        _log(f"[warm-up] {name}: LAS {metrics['las']:.2f} UAS {metrics['uas']:.2f}, "
+        results[key] = {**row, "metrics": metrics, "peak_memory_bytes": peak,
+                        "warmup_seconds": elapsed}
+        _log(f"[warm-up] {setting}, {name}: LAS {metrics['las']:.2f} UAS {metrics['uas']:.2f}, "
              f"{elapsed:.1f}s (traced), peak {peak / MIB:.1f} MiB")
 
-    seconds: Dict[str, List[float]] = {system_name(*k): [] for k in systems}
+    seconds: Dict[Tuple[str, str], List[float]] = {key: [] for key in systems}
     for r, key in round_robin(list(systems), rounds):
-        name = system_name(*key)
         elapsed, _ = run(key, False)
-        seconds[name].append(elapsed)
-        _log(f"[round {r + 1}/{rounds}] {name}: {n_words / max(elapsed, 1e-9):.0f} words/s")
-    isbn.cfg["beam_width"] = saved_beam
+        seconds[key].append(elapsed)
+        _log(f"[round {r + 1}/{rounds}] {key[0]}, {key[1]}: "
+             f"{systems[key]['words'] / max(elapsed, 1e-9):.0f} words/s")
+    for pipe in (isbn, raw_isbn):
+        pipe.cfg.update(saved_cfg)
 
-    for setting in SETTINGS:
-        names = [n for n in results if results[n]["setting"] == setting]
-        for n in names:
-            results[n].update(median_speed(n_words, seconds[n]))
-        ratios = speed_ratios({n: results[n]["words_per_second"] for n in names},
-                              system_name(SPACY, None, setting))
-        for n in names:
-            results[n]["ratio_to_spacy"] = ratios[n]
+    for setting in settings:
+        keys = [k for k in seconds if k[0] == setting]
+        for k in keys:
+            results[k].update(median_speed(systems[k]["words"], seconds[k]))
+        reference = raw_system_name(None) if setting == RAW else system_name(SPACY, None, setting)
+        ratios = speed_ratios({k[1]: results[k]["words_per_second"] for k in keys}, reference)
+        for k in keys:
+            results[k]["ratio_to_spacy"] = ratios[k[1]]
+    if raw is not None:
+        raw["systems"] = {name: r for (setting, name), r in results.items() if setting == RAW}
 
     baseline_timing = baseline_timing or Path(baseline_model).parent / TIMING_FILE
     isbn_timing = isbn_timing or Path(isbn_model).parent / TIMING_FILE
-    return {
-        "treebank": treebank, "test": str(test_path), "isbn_model": str(isbn_model),
-        "baseline_model": str(baseline_model), "docs": len(refs), "sentences": n_sents,
-        "words": n_words, "batch_size": batch_size, "rounds": rounds, "beams": list(beams),
-        "multiroot": multiroot,
-        "systems": results,
-        "training": {TRAINED["baseline"]: _load_timing(baseline_timing),
-                     TRAINED["isbn"]: _load_timing(isbn_timing)},
-        "method": {
-            "speed": (f"words/sec of nlp.pipe(batch_size={batch_size}) over the test split "
-                      f"({n_words} words), one process; after an untimed warm-up pass per system, "
-                      f"{rounds} round(s) round-robin over all systems (start rotating), median "
-                      "time per system; ratio = words/sec / spaCy parser's in the same setting"),
-            "memory": ("tracemalloc peak (Python allocator: objects, numpy and cymem buffers) "
-                       "during the warm-up pass, input docs built before tracing, outputs kept; "
-                       "model loading excluded"),
-            "training": ("wall time of `spacy train` (python -m spacy_isbn.cli timed-train); "
-                         "time to best = when the best dev evaluation row was printed; "
-                         "estimate = total * best_step / last_step"),
+    method = {
+        "speed": (f"words/sec of nlp.pipe(batch_size={batch_size}), one process; after an "
+                  f"untimed warm-up pass per system, {rounds} round(s) round-robin over all "
+                  "systems of all settings (start rotating), median time per system; ratio = "
+                  "words/sec / spaCy's in the same setting"),
+        "memory": ("tracemalloc peak (Python allocator: objects, numpy and cymem buffers) "
+                   "during the warm-up pass, input docs built before tracing, outputs kept; "
+                   "model loading excluded"),
+        "training": ("wall time of `spacy train` (python -m spacy_isbn.cli timed-train); "
+                     "time to best = when the best dev evaluation row was printed; "
+                     "estimate = total * best_step / last_step"),
+    }
+    if raw is not None:
+        method["raw_text"] = (
+            f"one Doc per test document ({raw['documents']}) holding the gold words only: no "
+            "tags, no sentence boundaries; each whole pipeline through nlp.pipe (isbn: "
+            f"{', '.join(isbn_nlp.pipe_names)}; spaCy: {', '.join(baseline_pipeline)}). "
+            "Pipeline tagging: isbn_parser reads the tags of the isbn pipeline's tagger and "
+            "morphologizer; joint tagging: they are disabled and isbn_parser searches over "
+            "tags itself. Scored as the CoNLL 2018 shared task's conll18_ud_eval.py with gold "
+            "tokenization: LAS/UAS over all words, punctuation included, a head is right when "
+            "it is the same word of the document, labels compared without their ':' subtype "
+            "(roots as ROOT); sentence P/R/F1 over exact sentence spans (isbn_parser's own "
+            "sentences, spaCy's doc.sents); UPOS/XPOS/UFeats accuracy, UFeats = the whole "
+            "feature string")
+    if any(s in settings for s in SETTINGS):
+        method.update({
             "parser_alone": ("gold tags+morph; spaCy: tok2vec+parser (the parser's features "
                              "come from the shared tok2vec, which reads no tags); isbn: isbn_parser"),
             "pipeline": "words only; the baseline's tok2vec+tagger+morphologizer, then the parser",
@@ -470,7 +673,17 @@ def run_benchmark(
                 "multi-root treebank: spaCy's parser may split a gold sentence further "
                 "(its way of making several roots), isbn_parser parses each gold sentence "
                 "with multiroot" if multiroot else "non-starts are fixed as non-starts")),
-        },
+        })
+    return {
+        "treebank": treebank, "test": str(test_path), "isbn_model": str(isbn_model),
+        "baseline_model": str(baseline_model), "docs": len(refs), "sentences": n_sents,
+        "words": n_words, "batch_size": batch_size, "rounds": rounds, "beams": list(beams),
+        "multiroot": multiroot, "settings": settings,
+        "raw_text": raw,
+        "systems": {name: r for (setting, name), r in results.items() if setting != RAW},
+        "training": {TRAINED["baseline"]: _load_timing(baseline_timing),
+                     TRAINED["isbn"]: _load_timing(isbn_timing)},
+        "method": method,
     }
 
 
@@ -488,29 +701,17 @@ def _secs(value) -> str:
 
 
 def render_benchmark_markdown(result: dict) -> str:
-    """Table 1 and Table 2 (``render_markdown``) over all systems, then a
-    speed/memory table, the training times and the method notes."""
+    """The raw-text table first (the setting users meet), then Table 1 and
+    Table 2 (``render_markdown``) and a speed/memory table over the
+    parser-alone settings, the training times and the method notes."""
     systems = result.get("systems", {})
-    title = (f"Benchmark: isbn_parser vs spaCy's parser on {result.get('treebank', '?')} "
-             f"({result.get('words', '?')} test words)")
-    out = [render_markdown({n: s["metrics"] for n, s in systems.items()}, title).rstrip("\n"), ""]
-
-    out += ["## Table 3: Speed and memory", ""]
-    header = ["Parser", "Parser alone words/s", "x spaCy", "Whole pipeline words/s", "x spaCy",
-              "Peak MiB (alone)", "Peak MiB (pipeline)"]
-    by_core: Dict[Tuple[str, Optional[int]], Dict[str, dict]] = {}
-    for s in systems.values():
-        by_core.setdefault((s["parser"], s["beam"]), {})[s["setting"]] = s
-    rows = []
-    for (parser, beam), settings in by_core.items():
-        g, p = settings.get("gold", {}), settings.get("pipeline", {})
-        rows.append([
-            _cell(parser if beam is None else f"{parser} b={beam}"),
-            _fmt_wps(g.get("words_per_second")), _fmt_ratio(g.get("ratio_to_spacy")),
-            _fmt_wps(p.get("words_per_second")), _fmt_ratio(p.get("ratio_to_spacy")),
-            _mib(g.get("peak_memory_bytes")), _mib(p.get("peak_memory_bytes")),
-        ])
-    out += _table(header, rows) + [""]
+    out = [f"# Benchmark: isbn_parser vs spaCy's parser on {result.get('treebank', '?')} "
+           f"({result.get('words', '?')} test words)", ""]
+    if result.get("raw_text"):
+        out += _raw_text_section(result["raw_text"])
+    if systems:
+        out += [render_markdown({n: s["metrics"] for n, s in systems.items()}).rstrip("\n"), ""]
+        out += _speed_section(systems)
 
     out += ["## Table 4: Training wall time", ""]
     header = ["System", "Total (s)", "Steps", "Best step", "Best dev score",
@@ -532,6 +733,47 @@ def render_benchmark_markdown(result: dict) -> str:
         out += [f"* **{key}**: {text}" for key, text in method.items()]
         out.append("")
     return "\n".join(out)
+
+
+def _raw_text_section(raw: dict) -> List[str]:
+    out = ["## Raw text: whole pipelines from words (CoNLL 2018 scores)", "",
+           f"{raw.get('docs')} test documents ({raw.get('documents')}), {raw.get('sentences')} "
+           f"sentences, {raw.get('words')} words, given as words only: no tags, no sentence "
+           "boundaries. LAS/UAS over all words, punctuation included.", ""]
+    header = ["System", "LAS", "UAS", "Sent P", "Sent R", "Sent F1", "UPOS", "XPOS", "UFeats",
+              "Words/s", "x spaCy"]
+    rows = []
+    for name, s in (raw.get("systems") or {}).items():
+        if s.get("available") is False:
+            rows.append([_cell(name), _cell(f"unavailable: {s.get('error')}")]
+                        + ["-"] * (len(header) - 2))
+            continue
+        m = s.get("metrics") or {}
+        sents = m.get("sentences") or {}
+        rows.append([_cell(name)] + [_fmt(m.get(k)) for k in ("las", "uas")]
+                    + [_fmt(sents.get(k)) for k in ("precision", "recall", "f1")]
+                    + [_fmt(m.get(k)) for k in ("upos", "xpos", "ufeats")]
+                    + [_fmt_wps(s.get("words_per_second")), _fmt_ratio(s.get("ratio_to_spacy"))])
+    return out + _table(header, rows) + [""]
+
+
+def _speed_section(systems: dict) -> List[str]:
+    out = ["## Table 3: Speed and memory", ""]
+    header = ["Parser", "Parser alone words/s", "x spaCy", "Whole pipeline words/s", "x spaCy",
+              "Peak MiB (alone)", "Peak MiB (pipeline)"]
+    by_core: Dict[Tuple[str, Optional[int]], Dict[str, dict]] = {}
+    for s in systems.values():
+        by_core.setdefault((s["parser"], s["beam"]), {})[s["setting"]] = s
+    rows = []
+    for (parser, beam), settings in by_core.items():
+        g, p = settings.get("gold", {}), settings.get("pipeline", {})
+        rows.append([
+            _cell(parser if beam is None else f"{parser} b={beam}"),
+            _fmt_wps(g.get("words_per_second")), _fmt_ratio(g.get("ratio_to_spacy")),
+            _fmt_wps(p.get("words_per_second")), _fmt_ratio(p.get("ratio_to_spacy")),
+            _mib(g.get("peak_memory_bytes")), _mib(p.get("peak_memory_bytes")),
+        ])
+    return out + _table(header, rows) + [""]
 
 
 def _fmt_wps(value) -> str:

@@ -17,6 +17,10 @@ Protocol
   (a Danish CoNLL-X sentence may have several roots, so ``doc.sents`` would
   split it).
 
+:func:`score_conll18` scores the raw-text setting the way the CoNLL 2018
+shared task's ``conll18_ud_eval.py`` does (all words, universal labels, tags,
+sentence spans).
+
 All percentages / precisions / recalls / F1 scores are floats in ``0..100``
 with full precision.  Empty denominators give ``0.0`` (never a
 ``ZeroDivisionError``).
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from spacy.tokens import Doc
 
 __all__ = [
     "PUNCT_RULES",
@@ -38,7 +44,9 @@ __all__ = [
     "is_root",
     "bin_name",
     "prf",
+    "universal_label",
     "score_dependencies",
+    "score_conll18",
     "las_uas_by_label",
 ]
 
@@ -109,6 +117,12 @@ def is_root(token) -> bool:
 def label_of(token) -> str:
     """``"ROOT"`` for roots, otherwise ``token.dep_`` (compared exactly)."""
     return ROOT_LABEL if is_root(token) else token.dep_
+
+
+def universal_label(token) -> str:
+    """:func:`label_of` without its subtype (``"nsubj:pass"`` -> ``"nsubj"``),
+    as ``conll18_ud_eval.py`` compares DEPREL."""
+    return label_of(token).split(":", 1)[0]
 
 
 def bin_name(lo: int, hi: Optional[int]) -> str:
@@ -302,6 +316,69 @@ def _score_sentences(examples) -> Optional[dict]:
     correct = len(gold_set & pred_set)
     out = prf(correct, len(pred_set), len(gold_set))
     out.update(gold=len(gold_set), pred=len(pred_set), correct=correct)
+    return out
+
+
+def _system_sentences(doc) -> List[Tuple[int, int]]:
+    """The sentences a pipeline produced: isbn_parser's own when it ran (in
+    multi-root mode one of them holds several roots, so ``doc.sents`` would
+    split it), else ``doc.sents``; an unsegmented doc is one sentence."""
+    if Doc.has_extension(SENTENCES_KEY) and doc._.get(SENTENCES_KEY) is not None:
+        return [(int(s), int(e)) for s, e, *_ in doc._.get(SENTENCES_KEY)]
+    spans = _pred_sentences(doc)
+    return [(0, len(doc))] if spans is None else spans
+
+
+def score_conll18(examples: Iterable) -> dict:
+    """Scores of the CoNLL 2018 shared task (``conll18_ud_eval.py``) for
+    pipelines run on raw text, under gold tokenization.
+
+    Words align one to one by position (:class:`ValueError` otherwise), so
+    every precision equals its recall and these are accuracies over all words,
+    punctuation included:
+
+    * ``uas``: the head is the same word of the document (a root is its own
+      head on both sides), whatever the sentence boundaries are;
+    * ``las``: and :func:`universal_label` is equal (roots compare as
+      ``"ROOT"``, subtypes after ``":"`` are dropped);
+    * ``upos`` / ``xpos``: ``pos_`` / ``tag_`` equal; ``ufeats``: the whole
+      morphology string equal (stricter than ``conll18_ud_eval.py``, which
+      keeps only its 21 universal features).  Each is ``None`` when no gold
+      doc has that annotation (DDT has no UPOS);
+    * ``sentences``: precision/recall/F1 of sentence spans ``(start, end)``
+      per doc, the gold ones as in :func:`score_dependencies`, the predicted
+      ones isbn_parser's own (``doc._.isbn_sentences``) when set, else
+      ``doc.sents`` (an unsegmented doc is one sentence).
+
+    Returns ``{"words", "uas", "las", "upos", "xpos", "ufeats",
+    "sentences": {"precision", "recall", "f1", "gold", "pred", "correct"}}``.
+    """
+    annotations = {"upos": "POS", "xpos": "TAG", "ufeats": "MORPH"}
+    correct = {"uas": 0, "las": 0, "upos": 0, "xpos": 0, "ufeats": 0}
+    annotated = set()
+    gold_spans, pred_spans = set(), set()
+    n_words = 0
+    for ei, example in enumerate(examples):
+        pred, gold = _check_example(example)
+        annotated.update(k for k, attr in annotations.items() if gold.has_annotation(attr))
+        for g, p in zip(gold, pred):
+            n_words += 1
+            head_ok = g.head.i == p.head.i
+            correct["uas"] += head_ok
+            correct["las"] += head_ok and universal_label(g) == universal_label(p)
+            correct["upos"] += g.pos_ == p.pos_
+            correct["xpos"] += g.tag_ == p.tag_
+            correct["ufeats"] += str(g.morph) == str(p.morph)
+        gold_spans.update((ei, s, e) for s, e in _gold_sentences(gold))
+        pred_spans.update((ei, s, e) for s, e in _system_sentences(pred))
+    out = {"words": n_words}
+    for key, count in correct.items():
+        defined = key not in annotations or key in annotated
+        out[key] = _pct(count, n_words) if defined else None
+    n_correct = len(gold_spans & pred_spans)
+    sentences = prf(n_correct, len(pred_spans), len(gold_spans))
+    sentences.update(gold=len(gold_spans), pred=len(pred_spans), correct=n_correct)
+    out["sentences"] = sentences
     return out
 
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Union
+from typing import Dict, List, Optional, Union
 from xml.sax.saxutils import escape
 
 __all__ = ["render_markdown", "plot_f1_by_length", "svg_f1_by_length"]
@@ -51,14 +51,15 @@ def _table(header: List[str], rows: List[List[str]]) -> List[str]:
     return lines
 
 
-def render_markdown(metrics_by_system: Dict[str, dict], title: str) -> str:
+def render_markdown(metrics_by_system: Dict[str, dict], title: Optional[str] = None) -> str:
     """Render Table 1 (LAS/UAS per system) and Table 2 (labelled F1 by
-    dependency length per system, rows = bins, plus root precision/recall).
+    dependency length per system, rows = bins, plus root precision/recall),
+    under ``# title`` when given (none when they go into a longer report).
 
     Numbers are percentages with two decimals; ``-`` marks a missing value or
     a length bin with no gold and no predicted arcs."""
     systems = list(metrics_by_system)
-    out = [f"# {title}", ""]
+    out = [f"# {title}", ""] if title else []
 
     out += ["## Table 1: Attachment scores (punctuation excluded)", ""]
     header = [

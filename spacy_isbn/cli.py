@@ -20,7 +20,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 import spacy
 import srsly
@@ -28,7 +28,7 @@ from spacy.tokens import DocBin
 
 from .corpus.conll import ConllFormatError, convert, docs_to_conll
 from .corpus.readers import gold_tagged_doc, sentence_starts
-from .evaluation.metrics import score_dependencies
+from .evaluation.metrics import score_conll18, score_dependencies
 
 SPLITS = ("train", "dev", "test")
 # fetch writes it next to a treebank's files; prepare and train-config read the language from it
@@ -304,15 +304,21 @@ def evaluate(
     beam_width: Optional[int] = None,
     conll_out: Optional[Path] = None,
     batch_size: int = 64,
+    tagging: Optional[str] = None,
+    disable: Sequence[str] = (),
 ) -> dict:
     """Parse ``data`` (a .spacy file) and write LAS/UAS (punctuation excluded),
-    F1 by dependency length, sentence F1 and words/sec to ``output``.
+    F1 by dependency length, sentence F1 and words/sec to ``output``; without
+    gold tags also the CoNLL 2018 scores (all words, UPOS/XPOS/UFeats).
 
     With ``gold_tags`` the parser gets gold tokenization, tags and morphology
     (the paper's setting) and only the parser runs; otherwise the whole
     pipeline (e.g. tagger + morphologizer + parser) runs on the words.
     With ``gold_sentences`` the gold sentence boundaries are given (the
-    CoNLL-X setting); without, the parser finds them itself."""
+    CoNLL-X setting); without, the parser (or a senter in the pipeline) finds
+    them.  ``tagging`` overrides the parser's tagging mode ("joint": the
+    tagger and morphologizer are switched off); ``disable`` switches off other
+    components (e.g. a senter, to let the parser find the boundaries)."""
     from spacy.training import Example
 
     nlp = spacy.load(_require(model, "pipeline"))
@@ -322,8 +328,22 @@ def evaluate(
                        f"(components: {', '.join(nlp.pipe_names) or 'none'})")
     parser_name = parser_names[0]
     refs = list(DocBin().from_disk(_require(data, "corpus")).get_docs(nlp.vocab))
+    parser = nlp.get_pipe(parser_name)
     if beam_width is not None:
-        nlp.get_pipe(parser_name).cfg["beam_width"] = beam_width
+        parser.cfg["beam_width"] = beam_width
+    off = set(disable)
+    if tagging is not None:
+        if "tagging" not in parser.cfg:
+            raise CliError(f"{model}: {parser_name} has no tagging setting")
+        parser.cfg["tagging"] = tagging
+        if tagging == "joint":
+            off |= {"tagger", "morphologizer"}
+            if "senter" not in nlp.pipe_names or "senter" in off:
+                off.add("tok2vec")
+    unknown = off & set(disable) - set(nlp.pipe_names)
+    if unknown:
+        raise CliError(f"{model}: no component {', '.join(sorted(unknown))} to disable "
+                       f"(components: {', '.join(nlp.pipe_names)})")
     if gold_tags:
         inputs = [gold_tagged_doc(d, gold_sentences) for d in refs]
         names = [parser_name]
@@ -332,7 +352,7 @@ def evaluate(
                                    spaces=[bool(t.whitespace_) for t in d],
                                    sent_starts=sentence_starts(d) if gold_sentences else None)
                   for d in refs]
-        names = [n for n, _ in nlp.pipeline]
+        names = [n for n in nlp.pipe_names if n not in off]
     with nlp.select_pipes(enable=names):
         start = time.perf_counter()
         preds = list(nlp.pipe(inputs, batch_size=batch_size))
@@ -344,9 +364,11 @@ def evaluate(
     examples = [Example(p, r) for p, r in zip(preds, refs)]
     n_words = sum(len(d) for d in refs)
     result = score_dependencies(examples)
+    if not gold_tags:
+        result["conll18"] = score_conll18(examples)
     result.update({
         "model": str(model), "data": str(data), "gold_tags": gold_tags,
-        "gold_sentences": gold_sentences,
+        "gold_sentences": gold_sentences, "components": names, "tagging": parser.cfg.get("tagging"),
         "beam_width": nlp.get_pipe(parser_name).cfg.get("beam_width"),
         "words": n_words, "seconds": elapsed, "words_per_second": n_words / max(elapsed, 1e-9),
     })
@@ -355,7 +377,10 @@ def evaluate(
     if conll_out is not None:
         fmt = "conllx" if str(conll_out).endswith((".conll", ".conllx")) else "conllu"
         docs_to_conll(preds, conll_out, fmt=fmt)
-    print(json.dumps({k: result[k] for k in ("las", "uas", "words_per_second")}, indent=1))
+    shown = {k: result[k] for k in ("las", "uas", "words_per_second")}
+    if "conll18" in result:
+        shown["conll18"] = result["conll18"]
+    print(json.dumps(shown, indent=1))
     return result
 
 
@@ -406,6 +431,9 @@ def _main(argv: Optional[List[str]]) -> None:
                    help="do not give gold sentence boundaries: the parser finds them")
     p.add_argument("--beam-width", type=int, default=None)
     p.add_argument("--conll-out", type=Path, default=None)
+    p.add_argument("--tagging", choices=["pipeline", "joint", "auto"], default=None,
+                   help="the parser's tagging mode (joint: tagger and morphologizer off)")
+    p.add_argument("--disable", default="", help="components to switch off, comma-separated (e.g. senter)")
     p = sub.add_parser("baseline-config",
                        help="spaCy's own tagger,morphologizer,parser config (spacy init config --optimize efficiency)")
     p.add_argument("treebank", help=TREEBANK_HELP)
@@ -471,7 +499,9 @@ def _main(argv: Optional[List[str]]) -> None:
         set_beam(args.model, args.beam_width)
     elif args.cmd == "evaluate":
         evaluate(args.model, args.data, args.output, gold_tags=not args.pipeline_tags,
-                 gold_sentences=not args.parser_sentences, beam_width=args.beam_width, conll_out=args.conll_out)
+                 gold_sentences=not args.parser_sentences, beam_width=args.beam_width,
+                 conll_out=args.conll_out, tagging=args.tagging,
+                 disable=[n for n in args.disable.split(",") if n])
     elif args.cmd == "baseline-config":
         from .evaluation.benchmark import baseline_config
         lang = args.lang or asset_meta(args.asset_dir or Path("assets") / args.treebank)["lang"]

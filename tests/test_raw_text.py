@@ -205,3 +205,36 @@ def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width)
     expected = _forward_logprob(parser, doc, seg, joint)
     assert seg.logprob == pytest.approx(expected, abs=1e-3)
     assert doc._.isbn_logprob == pytest.approx(sum(lp for _, _, lp in doc._.isbn_sentences), abs=1e-3)
+
+
+@pytest.mark.parametrize("config_name", ["ewt", "ddt"])
+def test_shipped_config_trains_the_parser_on_the_taggers_predictions(config_name, monkeypatch):
+    """With the shipped config's annotating components, the Docs isbn_parser
+    learns from carry the tags the tagger predicts at run time (a tagger that
+    listens to a tok2vec that does not annotate would tag from zeros)."""
+    from pathlib import Path
+
+    from spacy.util import load_config, load_model_from_config
+
+    config = load_config(Path(__file__).parents[1] / "configs" / f"{config_name}.cfg",
+                         overrides={"components.isbn_parser.cutoff": 1,
+                                    "training.optimizer.learn_rate.warmup_steps": 1},
+                         interpolate=True)
+    nlp = load_model_from_config(config, auto_fill=True)
+    annotates = config["training"]["annotating_components"]
+    refs = _docs(nlp.vocab)
+    make = lambda: [Example(Doc(nlp.vocab, words=[t.text for t in r]), r) for r in refs]  # noqa: E731
+    optimizer = nlp.initialize(make)
+    for _ in range(30):
+        nlp.update(make(), sgd=optimizer, annotates=annotates)
+        optimizer.step_schedules()
+    seen = []
+    parser = nlp.get_pipe("isbn_parser")
+    original = type(parser).update
+    monkeypatch.setattr(type(parser), "update", lambda self, egs, **kw: (
+        seen.extend([t.tag_ for t in eg.predicted] for eg in egs), original(self, egs, **kw))[1])
+    nlp.update(make(), annotates=annotates, sgd=False)
+    with nlp.select_pipes(disable=["isbn_parser"]):
+        predicted = [[t.tag_ for t in nlp(Doc(nlp.vocab, words=[t.text for t in r]))] for r in refs]
+    assert seen == predicted
+    assert len({tag for tags in seen for tag in tags}) > 2

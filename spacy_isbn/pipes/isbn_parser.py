@@ -67,7 +67,9 @@ PUNCT_LABELS = ("p", "punct", "pnct")
 
 @Language.factory(
     "isbn_parser",
-    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],
+    # tags and morphology only when it tags jointly
+    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents",
+             "token.tag", "token.pos", "token.morph"],
     default_config={
         "model": DEFAULT_MODEL,
         "beam_width": 10,

@@ -321,9 +321,7 @@ class ISBNScorer:
         """parents: (N, R*nH) (zeros for missing sources); feats: (N, F) ids, -1 unused."""
         E = self._E_padded
         feats = numpy.where(feats >= 0, feats, len(E) - 1)
-        pre = E[feats[:, 0]] + self.p["b"]
-        for f in range(1, feats.shape[1]):
-            pre += E[feats[:, f]]
+        pre = E[feats].sum(axis=1) + self.p["b"]
         if self.latent_edges:
             pre += parents @ self.p["W"]
         return _sigmoid(pre)

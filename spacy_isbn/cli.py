@@ -419,6 +419,13 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("asset_dir", type=Path)
     p.add_argument("corpus_dir", type=Path)
     p.add_argument("--dev-fraction", type=float, default=0.05)
+    p = sub.add_parser("jackknife", help="train corpus with jackknifed tags (taggers trained on the other folds)")
+    p.add_argument("config", type=Path, help="the pipeline's training config (its parser is left out)")
+    p.add_argument("train", type=Path)
+    p.add_argument("dev", type=Path)
+    p.add_argument("output", type=Path)
+    p.add_argument("--folds", type=int, default=2)
+    p.add_argument("--max-steps", type=int, default=800, help="training steps of each fold's tagger")
     p = sub.add_parser("set-beam", help="set the default beam width of a saved pipeline")
     p.add_argument("model", type=Path)
     p.add_argument("beam_width", type=int)
@@ -495,6 +502,12 @@ def _main(argv: Optional[List[str]]) -> None:
         split_dev(args.input, args.train_out, args.dev_out, args.dev_fraction)
     elif args.cmd == "prepare":
         prepare(args.treebank, args.asset_dir, args.corpus_dir, args.dev_fraction)
+    elif args.cmd == "jackknife":
+        from .jackknife import jackknife
+        for path, what in ((args.config, "config"), (args.train, "corpus"), (args.dev, "corpus")):
+            _require(path, what)
+        jackknife(args.config, args.train, args.dev, args.output, folds=args.folds,
+                  max_steps=args.max_steps)
     elif args.cmd == "set-beam":
         set_beam(args.model, args.beam_width)
     elif args.cmd == "evaluate":

@@ -5,7 +5,9 @@ Doc, so its words need not be the treebank's.  ``TreebankCorpus`` hands the
 components the gold words and, if asked, gold tags and morphology (the
 paper's CoNLL-X setting) and gold sentence boundaries; heads and labels stay
 unset.  Without gold tags the predicted Doc is what a user gives the pipeline:
-words only, tagged by the pipeline's own components.
+words only, tagged by the pipeline's own components, or, with
+``jackknifed_tags``, carrying the tags a tagger not trained on the doc
+predicted (see :mod:`spacy_isbn.jackknife`).
 """
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
@@ -16,15 +18,28 @@ from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 
 
-def gold_words_doc(reference: Doc, gold_tags: bool = False, gold_sentences: bool = False) -> Doc:
+JACKKNIFED_KEY = "isbn_tags"  # written by spacy_isbn.jackknife
+
+
+def gold_words_doc(reference: Doc, gold_tags: bool = False, gold_sentences: bool = False,
+                   jackknifed_tags: bool = False) -> Doc:
     """A copy of ``reference`` with its tokenization only, plus its tags, POS,
-    morphology and lemmas with ``gold_tags`` and its sentence boundaries with
+    morphology and lemmas with ``gold_tags``, the jackknifed predictions
+    stored with it with ``jackknifed_tags``, and its sentence boundaries with
     ``gold_sentences``."""
     sent_starts = None
     if gold_sentences and reference.has_annotation("SENT_START"):
         sent_starts = sentence_starts(reference)
     tags = {}
-    if gold_tags:
+    if jackknifed_tags:
+        stored = reference.user_data.get(JACKKNIFED_KEY)
+        if stored is None or len(stored["tag"]) != len(reference):
+            raise ValueError(
+                f"no jackknifed tags stored with the doc {reference.text[:40]!r}...: make the "
+                "training corpus with `python -m spacy_isbn.cli jackknife`"
+            )
+        tags = dict(tags=stored["tag"], pos=stored["pos"], morphs=stored["morph"])
+    elif gold_tags:
         tags = dict(
             tags=[t.tag_ for t in reference],
             pos=[t.pos_ for t in reference],
@@ -56,18 +71,19 @@ def sentence_starts(reference: Doc):
 @util.registry.readers("spacy_isbn.TreebankCorpus.v1")
 def create_treebank_reader(
     path: Optional[Path], max_length: int = 0, limit: int = 0, gold_tags: bool = False,
-    gold_sentences: bool = False,
+    gold_sentences: bool = False, jackknifed_tags: bool = False,
 ) -> Callable[[Language], Iterable[Example]]:
     """Like ``spacy.Corpus.v1`` with the treebank's tokenization (and its tags
-    and morphology with ``gold_tags``, its sentence boundaries with
-    ``gold_sentences``)."""
+    and morphology with ``gold_tags``, or jackknifed ones with
+    ``jackknifed_tags``; its sentence boundaries with ``gold_sentences``)."""
     # gold_preproc=False keeps whole docs: with True spaCy would cut them at
     # its sentence boundaries, which split multi-root CoNLL-X sentences
     corpus = Corpus(path, gold_preproc=False, max_length=max_length, limit=limit)
 
     def read(nlp: Language) -> Iterator[Example]:
         for eg in corpus(nlp):
-            yield Example(gold_words_doc(eg.reference, gold_tags, gold_sentences), eg.reference)
+            pred = gold_words_doc(eg.reference, gold_tags, gold_sentences, jackknifed_tags)
+            yield Example(pred, eg.reference)
 
     return read
 

@@ -208,9 +208,47 @@ def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width)
 
 
 @pytest.mark.parametrize("config_name", ["ewt", "ddt"])
-def test_shipped_config_trains_the_parser_on_jackknifed_tags(config_name, tmp_path, monkeypatch):
-    """With the shipped config, the Docs isbn_parser learns from carry the
-    jackknifed tags stored with the training corpus, not the gold ones."""
+def test_shipped_config_trains_the_parser_on_the_taggers_predictions(config_name, monkeypatch):
+    """With the shipped config's annotating components, the Docs isbn_parser
+    learns from carry the tags the tagger predicts at run time (a tagger that
+    listens to a tok2vec that does not annotate would tag from zeros)."""
+    from pathlib import Path
+
+    from spacy.util import load_config, load_model_from_config
+
+    config = load_config(Path(__file__).parents[1] / "configs" / f"{config_name}.cfg",
+                         overrides={"components.isbn_parser.cutoff": 1,
+                                    "training.optimizer.learn_rate.warmup_steps": 1},
+                         interpolate=True)
+    nlp = load_model_from_config(config, auto_fill=True)
+    annotates = config["training"]["annotating_components"]
+    refs = _docs(nlp.vocab)
+    make = lambda: [Example(Doc(nlp.vocab, words=[t.text for t in r]), r) for r in refs]  # noqa: E731
+    optimizer = nlp.initialize(make)
+    for _ in range(30):
+        nlp.update(make(), sgd=optimizer, annotates=annotates)
+        optimizer.step_schedules()
+    seen = _spy_on_parser_tags(nlp, monkeypatch)
+    nlp.update(make(), annotates=annotates, sgd=False)
+    with nlp.select_pipes(disable=["isbn_parser"]):
+        predicted = [[t.tag_ for t in nlp(Doc(nlp.vocab, words=[t.text for t in r]))] for r in refs]
+    assert seen == predicted
+    assert len({tag for tags in seen for tag in tags}) > 2
+
+
+def _spy_on_parser_tags(nlp, monkeypatch) -> list:
+    """The tags of the predicted Docs isbn_parser.update receives, as they come."""
+    seen = []
+    parser = nlp.get_pipe("isbn_parser")
+    original = type(parser).update
+    monkeypatch.setattr(type(parser), "update", lambda self, egs, **kw: (
+        seen.extend([t.tag_ for t in eg.predicted] for eg in egs), original(self, egs, **kw))[1])
+    return seen
+
+
+def test_jackknifed_variant_trains_the_parser_on_the_stored_tags(tmp_path, monkeypatch):
+    """With the reader's jackknifed_tags and no annotating components (the
+    config's documented variant), the parser learns from the stored tags."""
     from pathlib import Path
 
     from spacy.tokens import DocBin
@@ -224,21 +262,18 @@ def test_shipped_config_trains_the_parser_on_jackknifed_tags(config_name, tmp_pa
         ref.user_data[JACKKNIFED_KEY] = {"tag": ["NN" if t.tag_ == "DT" else t.tag_ for t in ref],
                                          "pos": [""] * len(ref), "morph": [""] * len(ref)}
     DocBin(docs=refs, store_user_data=True).to_disk(tmp_path / "train.spacy")
-    config = load_config(Path(__file__).parents[1] / "configs" / f"{config_name}.cfg",
+    config = load_config(Path(__file__).parents[1] / "configs" / "ewt.cfg",
                          overrides={"paths.train": str(tmp_path / "train.spacy"),
                                     "paths.dev": str(tmp_path / "train.spacy"),
+                                    "corpora.train.jackknifed_tags": True,
+                                    "training.annotating_components": [],
                                     "components.isbn_parser.cutoff": 1}, interpolate=True)
     nlp = load_model_from_config(config, auto_fill=True)
     corpus = spacy.util.resolve_dot_names(config, ["corpora.train"])[0]
     optimizer = nlp.initialize(lambda: corpus(nlp))
-    seen = []
-    parser = nlp.get_pipe("isbn_parser")
-    original = type(parser).update
-    monkeypatch.setattr(type(parser), "update", lambda self, egs, **kw: (
-        seen.extend([t.tag_ for t in eg.predicted] for eg in egs), original(self, egs, **kw))[1])
-    nlp.update(list(corpus(nlp)), sgd=optimizer,
-               annotates=config["training"]["annotating_components"])
-    assert seen == [r.user_data[JACKKNIFED_KEY]["tag"] for r in refs]
+    seen = _spy_on_parser_tags(nlp, monkeypatch)
+    nlp.update(list(corpus(nlp)), sgd=optimizer)
+    assert seen == [list(r.user_data[JACKKNIFED_KEY]["tag"]) for r in refs]
 
 
 def test_jackknife_tags_each_doc_with_a_tagger_not_trained_on_it(tmp_path):

@@ -340,7 +340,7 @@ def evaluate(
             off |= {"tagger", "morphologizer"}
             if "senter" not in nlp.pipe_names or "senter" in off:
                 off.add("tok2vec")
-    unknown = off & set(disable) - set(nlp.pipe_names)
+    unknown = set(disable) - set(nlp.pipe_names)
     if unknown:
         raise CliError(f"{model}: no component {', '.join(sorted(unknown))} to disable "
                        f"(components: {', '.join(nlp.pipe_names)})")

@@ -21,6 +21,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.util import load_config
 
 from .corpus.readers import JACKKNIFED_KEY as TAGS_KEY
+
 PARSER_FACTORIES = ("isbn_parser",)
 
 

@@ -5,7 +5,7 @@ before the forward pass, so are the source state of every relation and every
 feature id.  A sentence becomes a handful of int arrays; a batch pads them to
 (batch, steps, ...) so the model can run all sentences in lockstep.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import List, Sequence
 
 import numpy
@@ -102,9 +102,8 @@ def chain_derivations(derivs: List[Derivation]) -> Derivation:
             s[0, INPUT_CONTEXT] = base - 1  # the last state of a sentence generates its end
         src.append(s)
         base += d.n_states
-    cat = {name: numpy.concatenate([getattr(d, name) for d in derivs])
-           for name in ("feats", "action", "action_mask", "label", "label_kind", "gen_tag",
-                        "end_legal", "gen_bundle", "gen_form")}
+    cat = {f.name: numpy.concatenate([getattr(d, f.name) for d in derivs])
+           for f in fields(Derivation) if f.name not in ("src", "n_words")}
     return Derivation(src=numpy.concatenate(src).astype("int32"),
                       n_words=sum(d.n_words for d in derivs), **cat)
 

@@ -195,6 +195,7 @@ class ISBNParser(TrainablePipe):
         self._extractor: Optional[FeatureExtractor] = None
         self._joint_tables: Optional[JointTables] = None
         self._cache: Dict[bytes, Optional[Derivation]] = {}
+        self._tag_attrs = ["TAG" if tag_attr == "tag" else "POS"]  # see _set_lexicon
 
     # -- inputs ---------------------------------------------------------------
     @property
@@ -262,12 +263,24 @@ class ISBNParser(TrainablePipe):
                     arcs.append((lab, kind))
         if not sents:
             raise ValueError("isbn_parser.initialize: no sentence with a complete dependency tree")
-        self.lexicon = Lexicon(self.cfg["cutoff"]).build(sents, arcs)
+        self._set_lexicon(Lexicon(self.cfg["cutoff"]).build(sents, arcs))
+        self.model.initialize()
+
+    def _set_lexicon(self, lexicon: Lexicon) -> None:
+        """Install a lexicon and reset what is derived from it: the feature
+        extractor, the joint-tagging tables, cached derivations, the model's
+        dims, and the token attributes the model reads."""
+        self.lexicon = lexicon
         self._extractor = None
         self._joint_tables = None
         self._cache = {}
         self._set_model_shape()
-        self.model.initialize()
+        needed = ["TAG" if self.cfg["tag_attr"] == "tag" else "POS"]
+        if self.cfg["tag_attr"] == "tag" and any(lexicon.inputs["pos"]):
+            needed.append("POS")
+        if any(b for _, b in lexicon.bundles if not b.startswith("\x00")):
+            needed.append("MORPH")
+        self._tag_attrs = needed
 
     def _set_model_shape(self) -> None:
         lex = self.lexicon
@@ -337,12 +350,7 @@ class ISBNParser(TrainablePipe):
         """The token attributes the model reads that ``doc`` has no annotation for."""
         if len(doc) == 0:
             return []
-        needed = ["TAG" if self.cfg["tag_attr"] == "tag" else "POS"]
-        if self.cfg["tag_attr"] == "tag" and any(self.lexicon.inputs["pos"]):
-            needed.append("POS")
-        if any(b for _, b in self.lexicon.bundles if not b.startswith("\x00")):
-            needed.append("MORPH")
-        return [attr for attr in needed if not doc.has_annotation(attr)]
+        return [attr for attr in self._tag_attrs if not doc.has_annotation(attr)]
 
     def _require_tags(self, doc: Doc) -> None:
         missing = self._missing_tags(doc)
@@ -520,11 +528,7 @@ class ISBNParser(TrainablePipe):
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ISBNParser":
         msg = srsly.msgpack_loads(bytes_data)
         self.cfg.update(msg["cfg"])
-        self.lexicon = Lexicon.from_dict(msg["lexicon"])
-        self._extractor = None
-        self._joint_tables = None
-        self._cache = {}
-        self._set_model_shape()
+        self._set_lexicon(Lexicon.from_dict(msg["lexicon"]))
         self.model.from_bytes(msg["model"])
         return self
 
@@ -539,11 +543,7 @@ class ISBNParser(TrainablePipe):
     def from_disk(self, path, *, exclude=tuple()) -> "ISBNParser":
         path = util.ensure_path(path)
         self.cfg.update(srsly.read_json(path / "cfg"))
-        self.lexicon = Lexicon.from_dict(srsly.read_msgpack(path / "lexicon"))
-        self._extractor = None
-        self._joint_tables = None
-        self._cache = {}
-        self._set_model_shape()
+        self._set_lexicon(Lexicon.from_dict(srsly.read_msgpack(path / "lexicon")))
         self.model.from_disk(path / "model")
         return self
 

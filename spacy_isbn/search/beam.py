@@ -204,46 +204,56 @@ class BeamSearch:
         masks = numpy.concatenate([r.masks for r in reqs])
         end_legal = numpy.concatenate([r.end_legal for r in reqs])
         root_top = numpy.concatenate([r.root_top for r in reqs])
-        next_word = [w for r in reqs for w in r.next_word]
-        start_word = [w for r in reqs for w in r.start_word]
+        starts = numpy.cumsum([0] + [len(r.hyps) for r in reqs])
         act_lp = self.scorer.actions(H, masks)
         left_lp, right_lp = self.scorer.arc_labels(H, root_top)
         tag_lp = self.scorer.tag_logprobs(H, end_legal)
-        end_lp = tag_lp[:, self.end_tag].copy()
-        cont = self._generate(H, tag_lp, next_word)
+        end_lp = tag_lp[:, self.end_tag]
+        cont = self._generate(H, tag_lp, [(numpy.arange(lo, hi), r.next_word)
+                                          for r, lo, hi in zip(reqs, starts, starts[1:])])
         start_ids = numpy.full(len(H), -1, dtype="int64")
-        starting = [i for i, w in enumerate(start_word) if w is not None and end_lp[i] > NEG_INF]
-        if starting:
-            rows = numpy.asarray(starting)
+        # the hypotheses that may end their sentence here, grouped by request
+        ending = [(lo + numpy.nonzero(end_lp[lo:hi] > NEG_INF)[0], r.start_word)
+                  for r, lo, hi in zip(reqs, starts, starts[1:]) if r.start_word is not None]
+        ending = [(rows, word) for rows, word in ending if len(rows)]
+        if ending:
+            rows = numpy.concatenate([rows for rows, _ in ending])
             parents = numpy.zeros((len(rows), N_RELATIONS, self.scorer.nH), dtype="float32")
             parents[:, INPUT_CONTEXT] = H[rows]
             H0 = self.scorer.states(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
             start_ids[rows] = pool.add(H0)
             tag_lp0 = self.scorer.tag_logprobs(H0, numpy.zeros(len(rows), bool))
-            first = self._generate(H0, tag_lp0, [start_word[i] for i in starting])
+            sizes = numpy.cumsum([0] + [len(g) for g, _ in ending])
+            first = self._generate(H0, tag_lp0, [(numpy.arange(lo, hi), word) for (_, word), lo, hi
+                                                 in zip(ending, sizes, sizes[1:])])
             first.row = rows[first.row]
         else:
             first = _Candidates.concat([])
         return {"ids": ids, "act": act_lp, "left": left_lp, "right": right_lp,
                 "end": end_lp, "cont": cont, "start_ids": start_ids, "first": first}
 
-    def _generate(self, H, tag_lp, words: list) -> _Candidates:
-        """Candidates for generating word ``words[i]`` from state ``H[i]``
-        (``None``: no word).  A word is ``(tags, forms, bundle)``: the tags it
-        may have, its form's output id under each, and its bundle (-1: search
-        over the bundles too)."""
+    def _generate(self, H, tag_lp, groups: list) -> _Candidates:
+        """Candidates for generating a word from states ``H``; ``groups``
+        holds ``(rows, word)``: the states that all generate ``word`` (``None``:
+        no word).  A word is ``(tags, forms, bundle)``: the tags it may have,
+        its form's output id under each, and its bundle (-1: search over the
+        bundles too)."""
         rows, tags, forms, bundles = [], [], [], []
-        for i, word in enumerate(words):
-            if word is None:
+        for g_rows, word in groups:
+            if word is None or not len(g_rows):
                 continue
             w_tags, w_forms, bundle = word
             if len(w_tags) > self.tag_top_k:
-                keep = numpy.argpartition(-tag_lp[i, w_tags], self.tag_top_k - 1)[: self.tag_top_k]
-                w_tags, w_forms = w_tags[keep], w_forms[keep]
-            rows.append(numpy.full(len(w_tags), i))
-            tags.append(w_tags)
-            forms.append(w_forms)
-            bundles.append(numpy.full(len(w_tags), bundle))
+                keep = numpy.argpartition(-tag_lp[g_rows][:, w_tags], self.tag_top_k - 1,
+                                          axis=1)[:, : self.tag_top_k]
+                g_tags, g_forms = w_tags[keep], w_forms[keep]
+            else:
+                g_tags = numpy.broadcast_to(w_tags, (len(g_rows), len(w_tags)))
+                g_forms = numpy.broadcast_to(w_forms, g_tags.shape)
+            rows.append(numpy.repeat(g_rows, g_tags.shape[1]))
+            tags.append(g_tags.reshape(-1))
+            forms.append(g_forms.reshape(-1))
+            bundles.append(numpy.full(g_tags.size, bundle))
         if not rows:
             return _Candidates.concat([])
         rows, tags = numpy.concatenate(rows), numpy.concatenate(tags)
@@ -294,7 +304,8 @@ class BeamSearch:
                 word_cache[i] = self._word(words, i)
             return word_cache[i]
 
-        first = self._generate(init_H, self.scorer.tag_logprobs(init_H, numpy.zeros(1, bool)), [word(0)])
+        first = self._generate(init_H, self.scorer.tag_logprobs(init_H, numpy.zeros(1, bool)),
+                               [(numpy.arange(1), word(0))])
         beam = []
         for lp, tag, bundle in zip(first.lp, first.tag, first.bundle):
             beam.append(self._new_sentence(view(0), 0, init_id, float(lp), 0.0, None, tag, bundle))
@@ -372,8 +383,7 @@ class BeamSearch:
                     req.allowed[i] = c.legal_actions(front_is_last=True)
                 req.end_legal[i] = c.end_is_legal()
                 req.root_top[i] = c.stack[-1] == 0
-            req.next_word = [nxt] * len(batch)
-            req.start_word = [start] * len(batch)
+            req.next_word, req.start_word = nxt, start
             out = yield req
             for i, h in enumerate(batch):
                 h.config.register_state(int(out["ids"][i]))
@@ -471,8 +481,8 @@ class _Request:
         self.allowed = numpy.ones((N, N_ACTIONS), dtype=bool)  # what the search may follow
         self.end_legal = numpy.zeros(N, dtype=bool)
         self.root_top = numpy.zeros(N, dtype=bool)
-        self.next_word: list = [None] * N  # the word a Shift generates (see _generate)
-        self.start_word: list = [None] * N  # the next sentence's first word, if one may end here
+        self.next_word = None  # the word a Shift generates from all of them (see _generate)
+        self.start_word = None  # the next sentence's first word, if a sentence may end here
 
 
 def _materialize(score: float, parent: _Hyp, action: int, label: int) -> _Hyp:

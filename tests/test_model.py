@@ -156,7 +156,9 @@ def test_forward_log_likelihood_matches_step_scorer():
 
 def test_unknown_approximation_is_an_error():
     with pytest.raises(ValueError, match="meanfield"):
-        build_isbn_model(approximation="meanfield")
+        build_isbn_model(approximation="exact")
+    with pytest.raises(ValueError, match="iterations"):
+        build_isbn_model(approximation="meanfield", iterations=-1)
 
 
 def test_unknown_feature_template_is_an_error():

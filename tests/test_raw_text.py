@@ -163,12 +163,12 @@ def test_generation_distributions_are_proper(pipeline):
         assert numpy.allclose(numpy.exp(forms).sum(axis=0), 1.0, atol=1e-5)
 
 
-def _forward_logprob(parser, doc, seg, joint):
-    """log P(trees, words) of the search's best analysis under the training forward."""
+def _forward_logprob(parser, doc, sentences, joint):
+    """log P(trees, words) of one of the search's analyses under the training forward."""
     lex, ext = parser.lexicon, parser.extractor
     records = parser._records(doc)
     derivs = []
-    for sent in seg.sentences:
+    for sent in sentences:
         inputs = SentenceInputs(records[sent.start: sent.start + len(sent.heads)], lex)
         if joint:
             for tag, bundle in zip(sent.tags, sent.bundles):
@@ -183,15 +183,19 @@ def _forward_logprob(parser, doc, seg, joint):
     return float(ll[0])
 
 
+@pytest.mark.parametrize("approximation", ["feedforward", "meanfield"])
 @pytest.mark.parametrize("joint", [False, True])
 @pytest.mark.parametrize("beam_width", [1, 10])
-def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width):
-    """The search's log P(trees, words) of its best analysis (tags included
-    when it tags jointly, sentence boundaries found by the model) is the
-    training forward's log-likelihood of the same derivation."""
+def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width, approximation):
+    """Every analysis the search reports (the best and each k-best one, tags
+    included when it tags jointly, sentence boundaries found by the model)
+    has as its log P(trees, words) the training forward's log-likelihood of
+    the same derivation, and each sentence's score is its share."""
     nlp, _ = pipeline
     parser = nlp.get_pipe("isbn_parser")
     parser.cfg.update(tagging="joint" if joint else "pipeline", beam_width=beam_width)
+    parser.model.attrs.update(approximation=approximation,
+                              iterations=3 if approximation == "meanfield" else 0)
     try:
         doc = nlp.make_doc(RAW + " the old man sleeps")
         if not joint:
@@ -199,11 +203,14 @@ def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width)
                 doc = nlp.get_pipe(name)(doc)
         [seg] = parser.predict([doc])
         parser.set_annotations([doc], [seg])
+        assert len(seg.sentences) > 1
+        assert len(seg.kbest) == beam_width
+        for score, sentences in seg.kbest:
+            assert score == pytest.approx(_forward_logprob(parser, doc, sentences, joint), abs=1e-3)
+        assert seg.logprob == seg.kbest[0][0]
     finally:
         parser.cfg["tagging"] = "pipeline"
-    assert len(seg.sentences) > 1
-    expected = _forward_logprob(parser, doc, seg, joint)
-    assert seg.logprob == pytest.approx(expected, abs=1e-3)
+        parser.model.attrs.update(approximation="feedforward", iterations=0)
     assert doc._.isbn_logprob == pytest.approx(sum(lp for _, _, lp in doc._.isbn_sentences), abs=1e-3)
 
 

@@ -1,18 +1,19 @@
-"""The ISBN model (feed-forward approximation) as a Thinc layer.
+"""The ISBN model as a Thinc layer, with its two approximations.
 
-Latent state t has sigmoid means
+Latent state t has the feed-forward pre-activation
 
-    mu_t = sigmoid(b + sum_r W_r mu_{src_r(t)} + sum_f E[feat_f(t)])
+    eta_t = b + sum_r W_r mu_{src_r(t)} + sum_f E[feat_f(t)]
 
 where ``src_r(t)`` is the earlier state picked by structural relation r, and
-every elementary decision is a Phi-masked softmax over ``W_d mu_t``.  The
-forward pass takes a :class:`DerivationBatch` and returns the log-likelihood
-of each gold derivation; the backward pass walks the steps in reverse and
-scatters the gradients back to the source states.  :class:`ISBNScorer` gives
-the search the same computations one step at a time.
-
-``approximation`` is a model setting so that mean field can join later; only
-``"feedforward"`` is implemented.
+every elementary decision is a Phi-masked softmax over ``W_d mu``.  With
+``approximation = "feedforward"`` the means are ``mu_t = sigmoid(eta_t)``;
+with ``"meanfield"`` they are re-estimated after each elementary decision of
+the step (:mod:`.meanfield`), each decision is scored with the means that
+precede it, and later states read the step's final means.  The forward pass
+takes a :class:`DerivationBatch` and returns the log-likelihood of each gold
+derivation; the backward pass walks the steps in reverse and scatters the
+gradients back to the source states.  :class:`ISBNScorer` gives the search
+the same computations one step at a time.
 """
 from typing import Callable, List, Tuple
 
@@ -22,7 +23,9 @@ from thinc.api import Model
 from thinc.types import Floats1d
 
 from ..transitions.arc_eager import LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, N_ACTIONS, N_RELATIONS, RIGHT
+from . import meanfield
 from .derivation import DerivationBatch
+from .meanfield import Observed
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
 
@@ -34,13 +37,17 @@ def build_isbn_model(
     latent_edges: bool = True,
     approximation: str = "feedforward",
     init_scale: float = 0.1,
+    iterations: int = 3,
 ) -> Model[DerivationBatch, Floats1d]:
     """Dims that depend on the training data (nF rows, labels, tags, bundles,
-    forms) are set by the pipe's ``initialize``."""
-    if approximation != "feedforward":
+    forms) are set by the pipe's ``initialize``.  ``iterations``: mean-field
+    ascent steps after each elementary decision (``"meanfield"`` only)."""
+    if approximation not in ("feedforward", "meanfield"):
         raise ValueError(
-            f"approximation={approximation!r} is not available yet: use 'feedforward'"
+            f"approximation={approximation!r}: use 'feedforward' or 'meanfield'"
         )
+    if iterations < 0:
+        raise ValueError(f"iterations={iterations}: must be >= 0")
     return Model(
         "isbn",
         forward,
@@ -51,6 +58,7 @@ def build_isbn_model(
             "features": features,
             "latent_edges": latent_edges,
             "approximation": approximation,
+            "iterations": iterations if approximation == "meanfield" else 0,
             "init_scale": init_scale,
             # tag -> (start, end) of its bundles / forms: the Phi of generation
             "bundle_ranges": [],
@@ -154,7 +162,7 @@ class _Head:
 def _sum_rows(shape, idx, vals):
     """A (shape) array whose row i is the sum of ``vals`` where ``idx == i``
     (a sort and a segmented sum: much faster than ``numpy.add.at``)."""
-    out = numpy.zeros(shape, dtype="float32")
+    out = numpy.zeros(shape, dtype=vals.dtype)
     if idx.size:
         order = numpy.argsort(idx, kind="stable")
         uniq, starts = numpy.unique(idx[order], return_index=True)
@@ -175,11 +183,11 @@ def _embedding_gradient(shape, feats, dX, columns) -> numpy.ndarray:
     groups: dict = {}
     for f, (lo, size) in enumerate(columns):
         groups.setdefault((lo, size), []).append(f)
-    out = numpy.zeros(shape, dtype="float32")
+    out = numpy.zeros(shape, dtype=dX.dtype)
     rows = numpy.arange(len(dXf))
     for (lo, size), cols in groups.items():
         if size <= 512:
-            onehot = numpy.zeros((len(dXf), size + 1), dtype="float32")
+            onehot = numpy.zeros((len(dXf), size + 1), dtype=dX.dtype)
             for f in cols:
                 local = numpy.where(flat[:, f] == nF, size, flat[:, f] - lo)
                 onehot[rows, local] += 1.0
@@ -201,33 +209,165 @@ def _gather_parents(Hs, src_t):
     return P.reshape(B, -1)
 
 
+class Decisions:
+    """Builds the :class:`~.meanfield.Observed` view of decisions (which head,
+    which Phi) from a model's parameters, for the training pass and the search."""
+
+    def __init__(self, p: dict, nL: int, nT: int, label_masks, bundle_ranges, form_ranges):
+        self.p, self.nL, self.nT = p, nL, nT
+        self.label_masks = numpy.asarray(label_masks, dtype=bool)
+        self.bundle_ranges, self.form_ranges = bundle_ranges, form_ranges
+
+    def action(self, rows, masks, actions) -> List[Observed]:
+        return [Observed(rows, self.p["Wa"], self.p["ba"], masks, actions, ("Wa", "ba"))]
+
+    def label(self, rows, kinds, right, labels) -> List[Observed]:
+        """Left arcs read the first nL label rows, right arcs the second nL."""
+        nL = self.nL
+        right = numpy.asarray(right, dtype=bool)
+        mask = numpy.zeros((len(rows), 2 * nL), dtype=bool)
+        mask[~right, :nL] = self.label_masks[numpy.asarray(kinds)[~right]]
+        mask[right, nL:] = self.label_masks[numpy.asarray(kinds)[right]]
+        return [Observed(rows, self.p["Wl"], self.p["bl"], mask,
+                         numpy.asarray(labels) + right * nL, ("Wl", "bl"))]
+
+    def tag(self, rows, end_legal, tags) -> List[Observed]:
+        """Column nT is end of sentence."""
+        mask = numpy.ones((len(rows), self.nT + 1), dtype=bool)
+        mask[:, self.nT] = end_legal
+        return [Observed(rows, self.p["Wt"], self.p["bt"], mask, tags, ("Wt", "bt"))]
+
+    def bundle(self, rows, tags, bundles) -> List[Observed]:
+        return self._ranged(rows, tags, bundles, self.bundle_ranges, ("Wb", "bb"))
+
+    def form(self, rows, tags, forms) -> List[Observed]:
+        return self._ranged(rows, tags, forms, self.form_ranges, ("Wf", "bf"))
+
+    def _ranged(self, rows, tags, targets, ranges, names) -> List[Observed]:
+        """One group per tag: a tag's bundles (forms) are a contiguous range."""
+        rows, tags, targets = numpy.asarray(rows), numpy.asarray(tags), numpy.asarray(targets)
+        out = []
+        for tag in numpy.unique(tags):
+            sel = tags == tag
+            lo, hi = ranges[tag]
+            W, b = self.p[names[0]][lo:hi], self.p[names[1]][lo:hi]
+            out.append(Observed(rows[sel], W, b, None, targets[sel] - lo, names, lo))
+        return out
+
+
+HEADS = ("a", "l", "t", "b", "f")  # action, label, tag (+ END), bundle, form
+
+
+def _slots(batch: DerivationBatch) -> dict:
+    """For each head, the position of its decision within the step (-1: none):
+    action, then label or tag, bundle, form (state 0: tag, bundle, form)."""
+    has_a = batch.action >= 0
+    tag_slot = has_a.astype("int32")
+    return {
+        "a": numpy.where(has_a, 0, -1),
+        "l": numpy.where(batch.label >= 0, 1, -1),
+        "t": numpy.where(batch.gen_tag >= 0, tag_slot, -1),
+        "b": numpy.where(batch.gen_bundle >= 0, tag_slot + 1, -1),
+        "f": numpy.where(batch.gen_form >= 0, tag_slot + 2, -1),
+    }
+
+
+def _step_decisions(dec: Decisions, batch: DerivationBatch, t: int, slots: dict) -> dict:
+    """head -> (slot per observed group row, observed groups) at step t."""
+    out = {}
+    for key in HEADS:
+        rows = numpy.nonzero(slots[key][:, t] >= 0)[0]
+        if not rows.size:
+            continue
+        if key == "a":
+            groups = dec.action(rows, batch.action_mask[rows, t], batch.action[rows, t])
+        elif key == "l":
+            groups = dec.label(rows, batch.label_kind[rows, t],
+                               batch.action[rows, t] == RIGHT, batch.label[rows, t])
+        elif key == "t":
+            groups = dec.tag(rows, batch.end_legal[rows, t], batch.gen_tag[rows, t])
+        elif key == "b":
+            groups = dec.bundle(rows, batch.gen_tag[rows, t], batch.gen_bundle[rows, t])
+        else:
+            groups = dec.form(rows, batch.gen_tag[rows, t], batch.gen_form[rows, t])
+        out[key] = groups
+    return out
+
+
+def _restrict(groups: List[Observed], slot_of_row: numpy.ndarray, k: int,
+              position: numpy.ndarray) -> List[Observed]:
+    """The decisions made at slots <= k by the rows ``position`` numbers
+    (-1: not re-estimated now), rows renumbered."""
+    out = []
+    for ob in groups:
+        keep = (slot_of_row[ob.rows] <= k) & (position[ob.rows] >= 0)
+        if keep.any():
+            sub = ob.subset(keep)
+            sub.rows = position[sub.rows]
+            out.append(sub)
+    return out
+
+
 def forward(model: Model, batch: DerivationBatch, is_train: bool):
     nH = model.get_dim("nH")
     E, W, b = model.get_param("E"), model.get_param("W"), model.get_param("b")
+    dtype = E.dtype
     latent_edges = model.attrs["latent_edges"]
+    meanfield_on = model.attrs["approximation"] == "meanfield"
+    iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
     # unused feature slots (-1) read an appended zero row
     nF = E.shape[0]
     feats = numpy.where(batch.feats >= 0, batch.feats, nF)
-    E_padded = numpy.vstack([E, numpy.zeros((1, nH), dtype=E.dtype)])
-    X = numpy.broadcast_to(b, (B, T, nH)).astype("float32")
+    E_padded = numpy.vstack([E, numpy.zeros((1, nH), dtype=dtype)])
+    X = numpy.broadcast_to(b, (B, T, nH)).astype(dtype)
     for f in range(feats.shape[2]):
         X += E_padded[feats[:, :, f]]
-    Hs = numpy.zeros((B, T, nH), dtype="float32")
+    Hs = numpy.zeros((B, T, nH), dtype=dtype)
+    p = {name: model.get_param(name) for name in PARAMS}
+    dec = Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
+                    model.attrs["bundle_ranges"], model.attrs["form_ranges"])
+    slots = _slots(batch)
+    # the means each head's decisions are scored with: the final ones
+    # (feed-forward) or those before the decision (mean field)
+    M = {key: Hs for key in HEADS}
+    if meanfield_on:
+        M = {key: numpy.zeros_like(Hs) for key in HEADS}
+    tapes: List[list] = [[] for _ in range(T)]
     for t in range(T):
         pre = X[:, t]
         if latent_edges and t > 0:
             pre = pre + _gather_parents(Hs, batch.src[:, t]) @ W
-        Hs[:, t] = _sigmoid(pre)
+        if not meanfield_on:
+            Hs[:, t] = _sigmoid(pre)
+            continue
+        a = pre.copy()
+        decided = _step_decisions(dec, batch, t, slots)
+        n_slots = max([int(slots[key][:, t].max()) + 1 for key in decided] or [0])
+        for k in range(n_slots):
+            mu = _sigmoid(a)
+            for key in decided:
+                at_k = slots[key][:, t] == k
+                M[key][at_k, t] = mu[at_k]
+            # re-estimate the means of the steps that made a decision at slot k
+            rows = numpy.nonzero(numpy.any([slots[key][:, t] == k for key in decided], axis=0))[0]
+            position = numpy.full(B, -1)
+            position[rows] = numpy.arange(len(rows))
+            observed = [ob for key, groups in decided.items()
+                        for ob in _restrict(groups, slots[key][:, t], k, position)]
+            a[rows], tape = meanfield.solve(a[rows], pre[rows], observed, iterations,
+                                            keep_tape=is_train)
+            tapes[t].append((rows, tape))
+        Hs[:, t] = _sigmoid(a)
     Hs *= batch.valid[..., None]
 
     sent_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
-    ll = numpy.zeros((B,), dtype="float32")
-    pieces: List[Tuple[tuple, numpy.ndarray, Callable]] = []
+    ll = numpy.zeros((B,), dtype=dtype)
+    pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
 
-    def add(sel, lp, bp):
+    def add(key, sel, lp, bp):
         numpy.add.at(ll, sent_of[sel], lp)
-        pieces.append((sel, sent_of[sel], bp))
+        pieces.append((key, sel, sent_of[sel], bp))
 
     heads = {
         "a": _Head(model, "Wa", "ba"), "l": _Head(model, "Wl", "bl"),
@@ -236,28 +376,22 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     }
     # actions
     sel = numpy.nonzero(batch.action >= 0)
-    lp, bp = heads["a"].score(Hs[sel], batch.action_mask[sel], batch.action[sel])
-    add(sel, lp, bp)
+    lp, bp = heads["a"].score(M["a"][sel], batch.action_mask[sel], batch.action[sel])
+    add("a", sel, lp, bp)
     # labels: left arcs use the first nL rows, right arcs the second nL
-    nL = model.get_dim("nL")
-    masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
     sel = numpy.nonzero(batch.label >= 0)
     if sel[0].size:
-        kinds = batch.label_kind[sel]
-        right = (batch.action[sel] == RIGHT)
-        full_mask = numpy.zeros((kinds.size, 2 * nL), dtype=bool)
-        full_mask[~right, :nL] = masks[kinds[~right]]
-        full_mask[right, nL:] = masks[kinds[right]]
-        target = batch.label[sel] + right * nL
-        lp, bp = heads["l"].score(Hs[sel], full_mask, target)
-        add(sel, lp, bp)
+        ob = dec.label(numpy.arange(sel[0].size), batch.label_kind[sel],
+                       batch.action[sel] == RIGHT, batch.label[sel])[0]
+        lp, bp = heads["l"].score(M["l"][sel], ob.mask, ob.target)
+        add("l", sel, lp, bp)
     # tags (+ end of sentence)
     nT = model.get_dim("nT")
     sel = numpy.nonzero(batch.gen_tag >= 0)
     tmask = numpy.ones((sel[0].size, nT + 1), dtype=bool)
     tmask[:, nT] = batch.end_legal[sel]
-    lp, bp = heads["t"].score(Hs[sel], tmask, batch.gen_tag[sel])
-    add(sel, lp, bp)
+    lp, bp = heads["t"].score(M["t"][sel], tmask, batch.gen_tag[sel])
+    add("t", sel, lp, bp)
     # bundles and forms: one contiguous range per tag
     for key, target_arr, ranges in (
         ("b", batch.gen_bundle, model.attrs["bundle_ranges"]),
@@ -269,21 +403,38 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             sel = numpy.nonzero(has & (batch.gen_tag == tag))
             lo, hi = ranges[tag]
             mask = numpy.ones((sel[0].size, hi - lo), dtype=bool)
-            lp, bp = heads[key].score(Hs[sel], mask, target_arr[sel] - lo, rows_lo=lo)
-            add(sel, lp, bp)
+            lp, bp = heads[key].score(M[key][sel], mask, target_arr[sel] - lo, rows_lo=lo)
+            add(key, sel, lp, bp)
 
     def backprop(d_ll: Floats1d):
-        d_ll = numpy.asarray(d_ll, dtype="float32")
+        d_ll = numpy.asarray(d_ll, dtype=dtype)
         dHs = numpy.zeros_like(Hs)
-        for sel, sents, bp in pieces:
-            dHs[sel] += bp(d_ll[sents])  # (b, t) pairs are unique within a piece
+        dM = {key: dHs for key in HEADS}
+        if meanfield_on:
+            dM = {key: numpy.zeros_like(Hs) for key in HEADS}
+        for key, sel, sents, bp in pieces:
+            dM[key][sel] += bp(d_ll[sents])  # (b, t) pairs are unique within a piece
         for head in heads.values():
             head.flush()
+        grads = {name: numpy.zeros_like(p[name]) for name in PARAMS}
         dW = numpy.zeros_like(W)
         dX = numpy.zeros_like(X)
         for t in range(T - 1, -1, -1):
             h = Hs[:, t]
-            dpre = dHs[:, t] * h * (1.0 - h) * batch.valid[:, t, None]
+            dpre = dHs[:, t] * h * (1.0 - h)
+            if meanfield_on:
+                d_eta = numpy.zeros_like(dpre)
+                for k in range(len(tapes[t]) - 1, -1, -1):
+                    rows, tape = tapes[t][k]
+                    d_a, d_eta_k = meanfield.solve_backward(tape, dpre[rows], grads)
+                    dpre[rows] = d_a
+                    d_eta[rows] += d_eta_k
+                    for key in HEADS:
+                        at_k = slots[key][:, t] == k
+                        m = M[key][at_k, t]
+                        dpre[at_k] += dM[key][at_k, t] * m * (1.0 - m)
+                dpre += d_eta
+            dpre *= batch.valid[:, t, None]
             dX[:, t] = dpre
             if latent_edges and t > 0:
                 src_t = batch.src[:, t]
@@ -293,6 +444,9 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
                     # one source per sentence and relation: the indices are unique
                     rows = numpy.nonzero(src_t[:, r] >= 0)[0]
                     dHs[rows, src_t[rows, r]] += dP[rows, r]
+        if meanfield_on:
+            for name in ("Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf"):
+                model.inc_grad(name, model.ops.asarray(grads[name]))
         dE = _embedding_gradient(E.shape, feats, dX, model.attrs.get("feature_columns"))
         model.inc_grad("E", model.ops.asarray(dE))
         model.inc_grad("W", model.ops.asarray(dW))
@@ -316,15 +470,49 @@ class ISBNScorer:
         self.bundle_ranges = model.attrs["bundle_ranges"]
         self.form_ranges = model.attrs["form_ranges"]
         self.label_masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
+        self.meanfield = model.attrs["approximation"] == "meanfield"
+        self.iterations = model.attrs.get("iterations", 0)
+        self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks,
+                                   self.bundle_ranges, self.form_ranges)
 
-    def states(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
-        """parents: (N, R*nH) (zeros for missing sources); feats: (N, F) ids, -1 unused."""
+    def pre(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
+        """Feed-forward pre-activations eta.  parents: (N, R*nH) (zeros for
+        missing sources); feats: (N, F) ids, -1 unused."""
         E = self._E_padded
         feats = numpy.where(feats >= 0, feats, len(E) - 1)
         pre = E[feats].sum(axis=1) + self.p["b"]
         if self.latent_edges:
             pre += parents @ self.p["W"]
-        return _sigmoid(pre)
+        return pre
+
+    def states(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
+        """The means before any decision of the step."""
+        return _sigmoid(self.pre(parents, feats))
+
+    @staticmethod
+    def means(a: numpy.ndarray) -> numpy.ndarray:
+        return _sigmoid(a)
+
+    def refine(self, eta, a, action=None, action_mask=None, label=None, kind=None, right=None,
+               tag=None, end_legal=None, bundle=None, form=None) -> numpy.ndarray:
+        """Logits of the means once the given decisions (one per row, made in
+        the order action, label or tag, bundle, form) are observed, from ``a``,
+        the logits before the latest of them.  Feed-forward: ``a`` itself."""
+        if not self.meanfield or not len(eta):
+            return a
+        dec, rows = self.decisions, numpy.arange(len(eta))
+        observed: List[Observed] = []
+        if action is not None:
+            observed += dec.action(rows, action_mask, action)
+        if label is not None:
+            observed += dec.label(rows, kind, right, label)
+        if tag is not None:
+            observed += dec.tag(rows, end_legal, tag)
+        if bundle is not None:
+            observed += dec.bundle(rows, tag, bundle)
+        if form is not None:
+            observed += dec.form(rows, tag, form)
+        return meanfield.solve(a, eta, observed, self.iterations)[0]
 
     def actions(self, H, masks) -> numpy.ndarray:
         return _masked_log_softmax(H @ self.p["Wa"].T + self.p["ba"], masks)

@@ -29,7 +29,8 @@ import numpy
 from ..model.features import FeatureExtractor, JointTables, SentenceInputs
 from ..model.isbn import ISBNScorer
 from ..transitions.arc_eager import (
-    INPUT_CONTEXT, LEFT, N_ACTIONS, N_RELATIONS, REDUCE, RIGHT, SHIFT, Configuration,
+    INPUT_CONTEXT, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_ACTIONS, N_RELATIONS, REDUCE,
+    RIGHT, SHIFT, Configuration,
 )
 NEG_INF = -numpy.inf
 
@@ -88,23 +89,25 @@ class _StatePool:
 
 
 class _Candidates:
-    """Ways to generate a word, flattened over rows: (row, log-prob, tag, bundle)."""
+    """Ways to generate a word, flattened over rows: (row, log-prob, tag,
+    bundle, the pool id of the state's means once the word is generated)."""
 
-    __slots__ = ("row", "lp", "tag", "bundle")
+    __slots__ = ("row", "lp", "tag", "bundle", "state")
 
-    def __init__(self, row, lp, tag, bundle):
-        self.row, self.lp, self.tag, self.bundle = row, lp, tag, bundle
+    def __init__(self, row, lp, tag, bundle, state):
+        self.row, self.lp, self.tag, self.bundle, self.state = row, lp, tag, bundle, state
 
     @classmethod
     def concat(cls, parts: List["_Candidates"]) -> "_Candidates":
         if not parts:
             empty = numpy.zeros(0, dtype="int64")
-            return cls(empty, numpy.zeros(0), empty, empty)
+            return cls(empty, numpy.zeros(0), empty, empty, empty)
         return cls(*(numpy.concatenate([getattr(p, k) for p in parts]) for k in cls.__slots__))
 
     def rows(self, lo: int, hi: int) -> "_Candidates":
         keep = (self.row >= lo) & (self.row < hi)
-        return _Candidates(self.row[keep] - lo, self.lp[keep], self.tag[keep], self.bundle[keep])
+        return _Candidates(self.row[keep] - lo, self.lp[keep], self.tag[keep], self.bundle[keep],
+                           self.state[keep])
 
 
 class BeamSearch:
@@ -156,15 +159,15 @@ class BeamSearch:
 
     def _parse_many(self, segments) -> List[SegmentParse]:
         pool = _StatePool(self.scorer.nH)
-        init_H = self.scorer.states(
+        init_eta = self.scorer.pre(
             numpy.zeros((1, N_RELATIONS * self.scorer.nH), "float32"), self._start_feats(1)
         )
-        init_id = int(pool.add(init_H)[0])
         results: List[Optional[SegmentParse]] = [None] * len(segments)
         searches = {}
         requests = {}
         for i, (words, ends) in enumerate(segments):
-            gen = self._search(words, ends, init_H, init_id)
+            first = self._first_word(init_eta, self._word(words, 0), pool)
+            gen = self._search(words, ends, first)
             try:
                 requests[i] = next(gen)
                 searches[i] = gen
@@ -193,51 +196,107 @@ class BeamSearch:
         feats[:, 0] = 0
         return feats
 
+    def _first_word(self, eta, word, pool: _StatePool) -> _Candidates:
+        """Candidates for a sentence's first word from first states ``eta``
+        (one row per pending sentence, all generating ``word``)."""
+        rows = numpy.arange(len(eta))
+        tag_lp = self.scorer.tag_logprobs(self.scorer.means(eta), numpy.zeros(len(eta), bool))
+        ids = None if self.scorer.meanfield else pool.add(self.scorer.means(eta))
+        return self._generate(eta, eta, tag_lp, [(rows, word)], {}, numpy.zeros(len(eta), bool),
+                              ids, pool)
+
     def _score(self, reqs: List["_Request"], pool: _StatePool) -> dict:
-        """States, decision log-probs and word candidates for the hypotheses
-        of all requests; for hypotheses that may end their sentence, also the
-        next sentence's first state and its first word's candidates."""
+        """Decision log-probs and the resulting states of the hypotheses of
+        all requests: per arc (top-k labels), reduce and word candidate, the
+        pool id of the means the next state reads (with mean field these are
+        re-estimated after each decision; feed-forward: the step's means).
+        For hypotheses that may end their sentence, also the next sentence's
+        candidates for its first word."""
+        scorer = self.scorer
         src = numpy.concatenate([r.src for r in reqs])
         feats = numpy.concatenate([r.feats for r in reqs])
-        H = self.scorer.states(pool.gather(src), feats)
-        ids = pool.add(H)
+        eta = scorer.pre(pool.gather(src), feats)
+        H = scorer.means(eta)
+        N = len(H)
         masks = numpy.concatenate([r.masks for r in reqs])
         end_legal = numpy.concatenate([r.end_legal for r in reqs])
         root_top = numpy.concatenate([r.root_top for r in reqs])
         starts = numpy.cumsum([0] + [len(r.hyps) for r in reqs])
-        act_lp = self.scorer.actions(H, masks)
-        left_lp, right_lp = self.scorer.arc_labels(H, root_top)
-        tag_lp = self.scorer.tag_logprobs(H, end_legal)
+        act_lp = scorer.actions(H, masks)
+        ids = None if scorer.meanfield else pool.add(H)
+
+        def after(action: int, rows, a=None, **decisions) -> numpy.ndarray:
+            """Logits of ``rows`` once ``action`` (and ``decisions``) are made."""
+            a = eta[rows] if a is None else a
+            return scorer.refine(eta[rows], a, action=numpy.full(len(rows), action),
+                                 action_mask=masks[rows], **decisions)
+
+        def final_ids(rows, a) -> numpy.ndarray:
+            return ids[rows] if ids is not None else pool.add(scorer.means(a))
+
+        legal = {action: numpy.nonzero(masks[:, action])[0] for action in range(N_ACTIONS)}
+        out = {"act": act_lp, "reduce_ids": numpy.full(N, -1, dtype="int64")}
+        out["reduce_ids"][legal[REDUCE]] = final_ids(legal[REDUCE], after(REDUCE, legal[REDUCE]))
+        # arcs: label log-probs, the top-k labels and their states
+        K = min(self.label_top_k, self.scorer.nL)
+        for action, name in ((LEFT, "left"), (RIGHT, "right")):
+            rows = legal[action]
+            a = after(action, rows)
+            pair = scorer.arc_labels(scorer.means(a), root_top[rows])
+            lab_lp = numpy.full((N, scorer.nL), NEG_INF)
+            lab_lp[rows] = pair[action == RIGHT]
+            top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
+            top_ids = numpy.full((N, K), -1, dtype="int64")
+            if len(rows):
+                rep = numpy.repeat(numpy.arange(len(rows)), K)
+                labels = top[rows].reshape(-1)
+                kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
+                                    LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
+                final = after(action, rows[rep], a[rep], label=labels, kind=kinds,
+                              right=numpy.full(len(rep), action == RIGHT))
+                top_ids[rows] = final_ids(rows[rep], final).reshape(len(rows), K)
+            out[name], out[name + "_top"], out[name + "_ids"] = lab_lp, top, top_ids
+        # shift: the next word, or end of sentence
+        rows = legal[SHIFT]
+        a_shift = eta.copy()
+        a_shift[rows] = after(SHIFT, rows)
+        tag_lp = scorer.tag_logprobs(scorer.means(a_shift), end_legal)
+        tag_lp[~masks[:, SHIFT]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
-        cont = self._generate(H, tag_lp, [(numpy.arange(lo, hi), r.next_word)
-                                          for r, lo, hi in zip(reqs, starts, starts[1:])])
-        start_ids = numpy.full(len(H), -1, dtype="int64")
+        shift_prior = {"action": numpy.full(N, SHIFT), "action_mask": masks}
+        out["end"] = end_lp
+        out["cont"] = self._generate(
+            eta, a_shift, tag_lp, [(numpy.arange(lo, hi), r.next_word)
+                                   for r, lo, hi in zip(reqs, starts, starts[1:])],
+            shift_prior, end_legal, ids, pool)
         # the hypotheses that may end their sentence here, grouped by request
         ending = [(lo + numpy.nonzero(end_lp[lo:hi] > NEG_INF)[0], r.start_word)
                   for r, lo, hi in zip(reqs, starts, starts[1:]) if r.start_word is not None]
         ending = [(rows, word) for rows, word in ending if len(rows)]
-        if ending:
-            rows = numpy.concatenate([rows for rows, _ in ending])
-            parents = numpy.zeros((len(rows), N_RELATIONS, self.scorer.nH), dtype="float32")
-            parents[:, INPUT_CONTEXT] = H[rows]
-            H0 = self.scorer.states(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
-            start_ids[rows] = pool.add(H0)
-            tag_lp0 = self.scorer.tag_logprobs(H0, numpy.zeros(len(rows), bool))
-            sizes = numpy.cumsum([0] + [len(g) for g, _ in ending])
-            first = self._generate(H0, tag_lp0, [(numpy.arange(lo, hi), word) for (_, word), lo, hi
-                                                 in zip(ending, sizes, sizes[1:])])
+        firsts = []
+        for rows, word in ending:
+            # the END step's means are the next sentence's first input context
+            a_end = after(SHIFT, rows, a_shift[rows], tag=numpy.full(len(rows), self.end_tag),
+                          end_legal=end_legal[rows])
+            parents = numpy.zeros((len(rows), N_RELATIONS, scorer.nH), dtype="float32")
+            parents[:, INPUT_CONTEXT] = scorer.means(a_end)
+            eta0 = scorer.pre(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
+            first = self._first_word(eta0, word, pool)
             first.row = rows[first.row]
-        else:
-            first = _Candidates.concat([])
-        return {"ids": ids, "act": act_lp, "left": left_lp, "right": right_lp,
-                "end": end_lp, "cont": cont, "start_ids": start_ids, "first": first}
+            firsts.append(first)
+        out["first"] = _Candidates.concat(firsts)
+        return out
 
-    def _generate(self, H, tag_lp, groups: list) -> _Candidates:
-        """Candidates for generating a word from states ``H``; ``groups``
-        holds ``(rows, word)``: the states that all generate ``word`` (``None``:
-        no word).  A word is ``(tags, forms, bundle)``: the tags it may have,
-        its form's output id under each, and its bundle (-1: search over the
-        bundles too)."""
+    def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ids,
+                  pool: _StatePool) -> _Candidates:
+        """Candidates for generating a word from states ``eta`` whose logits
+        are ``a`` once the decisions in ``prior`` (per row) are made;
+        ``groups`` holds ``(rows, word)``: the states that all generate ``word``
+        (``None``: no word).  A word is ``(tags, forms, bundle)``: the tags it
+        may have, its form's output id under each, and its bundle (-1: search
+        over the bundles too).  ``ids``: the states' pool ids (feed-forward;
+        None with mean field, where each candidate gets its own state)."""
+        scorer = self.scorer
         rows, tags, forms, bundles = [], [], [], []
         for g_rows, word in groups:
             if word is None or not len(g_rows):
@@ -258,26 +317,40 @@ class BeamSearch:
             return _Candidates.concat([])
         rows, tags = numpy.concatenate(rows), numpy.concatenate(tags)
         forms, bundles = numpy.concatenate(forms), numpy.concatenate(bundles)
+        possible = tag_lp[rows, tags] > NEG_INF  # e.g. states where Shift is not legal
+        rows, tags, forms, bundles = rows[possible], tags[possible], forms[possible], bundles[possible]
         parts = []
         for tag in numpy.unique(tags):
             sel = numpy.nonzero(tags == tag)[0]
             r = rows[sel]
             tag = int(tag)
-            base = tag_lp[r, tag] + self.scorer.form_logprobs(H[r], tag, forms[sel])
-            bundle_lp = self.scorer.bundle_logprobs(H[r], tag)
-            lo = self.scorer.bundle_ranges[tag][0]
+            lo = scorer.bundle_ranges[tag][0]
+            # the tag decision, then the bundle's distribution
+            decided = {name: arr[r] for name, arr in prior.items()}
+            decided.update(tag=numpy.full(len(r), tag), end_legal=end_legal[r])
+            a_tag = scorer.refine(eta[r], a[r], **decided)
+            bundle_lp = scorer.bundle_logprobs(scorer.means(a_tag), tag)
+            # (index into sel, bundle) of each candidate
             fixed = bundles[sel] >= 0
-            if fixed.any():
-                k = numpy.nonzero(fixed)[0]
-                parts.append(_Candidates(r[k], base[k] + bundle_lp[k, bundles[sel][k] - lo],
-                                         numpy.full(len(k), tag), bundles[sel][k]))
-            if not fixed.all():
-                k = numpy.nonzero(~fixed)[0]
-                top = min(self.tag_top_k, bundle_lp.shape[1])
-                best = numpy.argpartition(-bundle_lp[k], top - 1, axis=1)[:, :top]
-                lp = base[k, None] + numpy.take_along_axis(bundle_lp[k], best, axis=1)
-                parts.append(_Candidates(numpy.repeat(r[k], top), lp.reshape(-1),
-                                         numpy.full(len(k) * top, tag), (best + lo).reshape(-1)))
+            k_fixed = numpy.nonzero(fixed)[0]
+            k_free = numpy.nonzero(~fixed)[0]
+            top = min(self.tag_top_k, bundle_lp.shape[1])
+            best = numpy.argpartition(-bundle_lp[k_free], top - 1, axis=1)[:, :top]
+            cand = numpy.concatenate([k_fixed, numpy.repeat(k_free, top)])
+            cand_bundle = numpy.concatenate([bundles[sel][k_fixed], (best + lo).reshape(-1)])
+            lp = tag_lp[r[cand], tag] + bundle_lp[cand, cand_bundle - lo]
+            cand_forms = forms[sel][cand]
+            decided = {name: arr[cand] for name, arr in decided.items()}
+            decided["bundle"] = cand_bundle
+            if scorer.meanfield:
+                a_bundle = scorer.refine(eta[r[cand]], a_tag[cand], **decided)
+                lp = lp + scorer.form_logprobs(scorer.means(a_bundle), tag, cand_forms)
+                a_form = scorer.refine(eta[r[cand]], a_bundle, form=cand_forms, **decided)
+                state = pool.add(scorer.means(a_form))
+            else:  # one state per row: its form log-prob does not depend on the bundle
+                lp = lp + scorer.form_logprobs(scorer.means(a_tag), tag, forms[sel])[cand]
+                state = ids[r[cand]]
+            parts.append(_Candidates(r[cand], lp, numpy.full(len(cand), tag), cand_bundle, state))
         return _Candidates.concat(parts)
 
     def _word(self, words: SentenceInputs, i: int):
@@ -288,8 +361,9 @@ class BeamSearch:
         tags, forms = self.joint.candidates(words.records[i])
         return tags, forms, -1
 
-    def _search(self, words: SentenceInputs, ends, init_H, init_id):
-        """One segment's search, as a generator of scoring requests."""
+    def _search(self, words: SentenceInputs, ends, first: _Candidates):
+        """One segment's search, as a generator of scoring requests; ``first``:
+        the candidates for its first word."""
         n = words.n
         views = {}
         word_cache = {}
@@ -304,11 +378,9 @@ class BeamSearch:
                 word_cache[i] = self._word(words, i)
             return word_cache[i]
 
-        first = self._generate(init_H, self.scorer.tag_logprobs(init_H, numpy.zeros(1, bool)),
-                               [(numpy.arange(1), word(0))])
         beam = []
-        for lp, tag, bundle in zip(first.lp, first.tag, first.bundle):
-            beam.append(self._new_sentence(view(0), 0, init_id, float(lp), 0.0, None, tag, bundle))
+        for lp, tag, bundle, state in zip(first.lp, first.tag, first.bundle, first.state):
+            beam.append(self._new_sentence(view(0), 0, state, float(lp), 0.0, None, tag, bundle))
         beam = sorted(beam, key=lambda h: -h.score)[: self.beam_width]
         for j in range(n):  # j: the segment index of the word to be shifted next
             must_end = j == n - 1 or ends[j] is True
@@ -353,8 +425,8 @@ class BeamSearch:
 
         Children are kept as (score, parent, decision) and only copied into a
         configuration of their own when popped, so pruned ones cost nothing."""
-        B, K = self.beam_width, self.label_top_k
-        agenda = [(-h.score, i, h, -1, -1) for i, h in enumerate(beam)]
+        B = self.beam_width
+        agenda = [(-h.score, i, h, -1, -1, -1) for i, h in enumerate(beam)]
         heapq.heapify(agenda)
         counter = len(agenda)
         shifted: list = []  # min-heap of (score, counter, parent, outcome), at most B
@@ -363,11 +435,11 @@ class BeamSearch:
             threshold = shifted[0][0] if len(shifted) >= B else NEG_INF
             batch = []  # the best pending hypotheses that can still enter the beam
             while agenda and len(batch) < B:
-                neg, _, parent, action, label = heapq.heappop(agenda)
+                neg, _, parent, action, label, state = heapq.heappop(agenda)
                 if -neg <= threshold:
                     agenda = []
                     break
-                batch.append(_materialize(-neg, parent, action, label))
+                batch.append(_materialize(-neg, parent, action, label, state))
             if not batch:
                 break
             pops += len(batch)
@@ -385,8 +457,6 @@ class BeamSearch:
                 req.root_top[i] = c.stack[-1] == 0
             req.next_word, req.start_word = nxt, start
             out = yield req
-            for i, h in enumerate(batch):
-                h.config.register_state(int(out["ids"][i]))
             # normalised over Phi as in training; decisions that would leave the
             # sentence unfinishable at its known last word are only filtered out
             act_lp = numpy.where(req.allowed, out["act"], NEG_INF)
@@ -394,11 +464,12 @@ class BeamSearch:
             shift_scores = scores + act_lp[:, SHIFT]
             # Shift: generate the next word of this sentence ...
             cont = out["cont"]
-            for r, lp, tag, bundle in zip(cont.row, cont.lp, cont.tag, cont.bundle):
+            for r, lp, tag, bundle, state in zip(cont.row, cont.lp, cont.tag, cont.bundle,
+                                                 cont.state):
                 total = shift_scores[r] + lp
                 if total > NEG_INF:
                     counter += 1
-                    self._offer(shifted, (total, counter, batch[r], ("cont", tag, bundle)))
+                    self._offer(shifted, (total, counter, batch[r], ("cont", tag, bundle, state)))
             # ... or end the sentence (and generate the next one's first word)
             if may_end:
                 end_scores = shift_scores + out["end"]
@@ -407,30 +478,32 @@ class BeamSearch:
                         counter += 1
                         self._offer(shifted, (end_scores[r], counter, batch[r], ("end", end_scores[r])))
                 first = out["first"]
-                for r, lp, tag, bundle in zip(first.row, first.lp, first.tag, first.bundle):
+                for r, lp, tag, bundle, state in zip(first.row, first.lp, first.tag, first.bundle,
+                                                     first.state):
                     total = end_scores[r] + lp
                     if total > NEG_INF:
                         counter += 1
-                        outcome = ("next", end_scores[r], out["start_ids"][r], tag, bundle)
+                        outcome = ("next", end_scores[r], state, tag, bundle)
                         self._offer(shifted, (total, counter, batch[r], outcome))
             # arcs (top-k labels) and reduce go back on the agenda
-            for action, lab_lp in ((LEFT, out["left"]), (RIGHT, out["right"])):
+            for action, name in ((LEFT, "left"), (RIGHT, "right")):
                 ok = numpy.isfinite(act_lp[:, action])
                 if not ok.any():
                     continue
-                total = (scores + act_lp[:, action])[:, None] + lab_lp
-                k = min(K, total.shape[1])
-                top = numpy.argpartition(-total, k - 1, axis=1)[:, :k]
+                top, top_ids = out[name + "_top"], out[name + "_ids"]
+                total = (scores + act_lp[:, action])[:, None] + numpy.take_along_axis(
+                    out[name], top, axis=1)
                 for r in numpy.nonzero(ok)[0]:
-                    for lab in top[r]:
-                        sc = total[r, lab]
+                    for k in range(top.shape[1]):
+                        sc = total[r, k]
                         if sc > NEG_INF:
                             counter += 1
-                            agenda.append((-sc, counter, batch[r], action, int(lab)))
+                            agenda.append((-sc, counter, batch[r], action, int(top[r, k]),
+                                           int(top_ids[r, k])))
             red = scores + act_lp[:, REDUCE]
             for r in numpy.nonzero(numpy.isfinite(red))[0]:
                 counter += 1
-                agenda.append((-red[r], counter, batch[r], REDUCE, -1))
+                agenda.append((-red[r], counter, batch[r], REDUCE, -1, int(out["reduce_ids"][r])))
             # the agenda is pruned to the beam width too: between shifts the
             # search stays best-first among B pending hypotheses
             if len(agenda) > B:
@@ -442,6 +515,8 @@ class BeamSearch:
         out = []
         for score, _, h, outcome in sorted(shifted, key=lambda x: -x[0]):
             c = h.config.copy()
+            if outcome[0] == "cont":
+                c.register_state(int(outcome[3]))
             c.apply(SHIFT)
             if outcome[0] == "cont":
                 words = h.words
@@ -485,11 +560,13 @@ class _Request:
         self.start_word = None  # the next sentence's first word, if a sentence may end here
 
 
-def _materialize(score: float, parent: _Hyp, action: int, label: int) -> _Hyp:
-    """The hypothesis ``parent`` + one decision (``action`` -1: ``parent`` itself)."""
+def _materialize(score: float, parent: _Hyp, action: int, label: int, state: int) -> _Hyp:
+    """The hypothesis ``parent`` + one decision (``action`` -1: ``parent``
+    itself), made in the step whose means (after the decision) are ``state``."""
     if action < 0:
         return parent
     config = parent.config.copy()
+    config.register_state(state)
     config.apply(action, label)
     return _Hyp(score, config, parent.words, parent.offset, parent.sent_start_score, parent.done)
 

@@ -13,8 +13,9 @@ Phi-masked softmax of decision j.  L is concave in mu and its gradient is
 
 so each iteration moves the logits a along that gradient,
 ``a' = a + alpha * dL/dmu`` (alpha = 1 is the classic parallel mean-field
-update), halving alpha per row until L does not decrease (and not moving the
-row if four halvings do not help): the objective never decreases.
+update), halving alpha per row until L does not decrease beyond its
+rounding error (and not moving the row if four halvings do not help): the
+objective never decreases.
 
 Gradients go through the unrolled iterations (alpha held fixed): they are
 exact for the means actually computed after a fixed number of iterations,
@@ -49,87 +50,125 @@ class Observed:
                         self.names, self.lo)
 
 
-def _log_softmax(logits, mask):
-    if mask is not None:
-        logits = numpy.where(mask, logits, -numpy.inf)
-    mx = logits.max(axis=1, keepdims=True)
-    return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=1, keepdims=True)) + mx)
-
-
-def _entropy(a, mu):
-    """sum_i H(mu_i) for mu = sigmoid(a), stably: softplus(a) - mu * a."""
-    return (numpy.logaddexp(0.0, a) - mu * a).sum(axis=1)
-
-
 def _sigmoid(a):
     return 1.0 / (1.0 + numpy.exp(-a))
 
 
-def _evaluate(a, eta, observed: List[Observed]):
+def _entropy(a, mu):
+    """sum_i H(mu_i) for mu = sigmoid(a), stably: softplus(a) - mu * a."""
+    softplus = numpy.maximum(a, 0.0) + numpy.log1p(numpy.exp(-numpy.abs(a)))
+    return (softplus - mu * a).sum(axis=1)
+
+
+class _Fused:
+    """All observed heads of a solve as one block of columns, so that an
+    evaluation is a fixed handful of array operations however many heads
+    and rows there are: each head's rows of W side by side, a per-row mask of
+    the columns that row's decisions normalise over, and segmented
+    (``reduceat``) softmaxes, one segment per head."""
+
+    def __init__(self, n: int, observed: List[Observed]):
+        self.observed = observed
+        sizes = [ob.W.shape[0] for ob in observed]
+        self.starts = numpy.cumsum([0] + sizes[:-1]).astype("int64")
+        self.sizes = numpy.asarray(sizes)
+        self.W = numpy.concatenate([ob.W for ob in observed])
+        self.b = numpy.concatenate([ob.b for ob in observed])
+        self.allowed = numpy.zeros((n, len(self.b)), dtype=bool)
+        tgt_rows, tgt_cols, tgt_seg = [], [], []
+        for g, (ob, c0, K) in enumerate(zip(observed, self.starts, sizes)):
+            self.allowed[ob.rows, c0: c0 + K] = True if ob.mask is None else ob.mask
+            tgt_rows.append(ob.rows)
+            tgt_cols.append(ob.target + c0)
+            tgt_seg.append(numpy.full(len(ob.rows), g))
+        self.tgt_rows = numpy.concatenate(tgt_rows)
+        self.tgt_cols = numpy.concatenate(tgt_cols)
+        self.tgt_seg = numpy.concatenate(tgt_seg)
+        self.target_W = numpy.zeros((n, self.W.shape[1]), dtype=self.W.dtype)
+        for ob in observed:  # a head's rows are distinct
+            self.target_W[ob.rows] += ob.W[ob.target]
+
+    def segment_sum(self, x):
+        return numpy.add.reduceat(x, self.starts, axis=1)
+
+    def spread(self, x):
+        """(n, segments) -> (n, columns)."""
+        return numpy.repeat(x, self.sizes, axis=1)
+
+    def distributions(self, mu):
+        """q (n, columns; zero outside a row's decisions) and the log-prob of
+        each observed decision."""
+        z = numpy.where(self.allowed, mu @ self.W.T + self.b, -numpy.inf)
+        mx = numpy.maximum.reduceat(z, self.starts, axis=1)
+        mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
+        e = numpy.exp(z - self.spread(mx))
+        total = self.segment_sum(e)
+        q = e / self.spread(numpy.where(total > 0, total, 1.0))
+        r, c, g = self.tgt_rows, self.tgt_cols, self.tgt_seg
+        logp = z[r, c] - mx[r, g] - numpy.log(total[r, g])
+        return q, logp
+
+
+def _evaluate(a, eta, fused: _Fused):
     """Objective, gradient dL/dmu and the decision distributions at ``a``."""
     mu = _sigmoid(a)
-    grad = eta - a
+    q, logp = fused.distributions(mu)
+    grad = eta - a + fused.target_W - q @ fused.W
     value = _entropy(a, mu) + (mu * eta).sum(axis=1)
-    qs = []
-    for ob in observed:
-        m = mu[ob.rows]
-        logp = _log_softmax(m @ ob.W.T + ob.b, ob.mask)
-        q = numpy.exp(logp)
-        grad[ob.rows] += ob.W[ob.target] - q @ ob.W
-        value[ob.rows] += logp[numpy.arange(len(ob.rows)), ob.target]
-        qs.append(q)
-    return mu, grad, value, qs
+    value += numpy.bincount(fused.tgt_rows, logp, minlength=len(a)).astype(a.dtype)
+    return mu, grad, value, q
 
 
 def objective(a, eta, observed: List[Observed]) -> numpy.ndarray:
     """L per row at logits ``a`` (for tests and diagnostics)."""
-    return _evaluate(a, eta, observed)[2]
+    return _evaluate(a, eta, _Fused(len(a), observed))[2]
 
 
 def stationarity(a, eta, observed: List[Observed]) -> numpy.ndarray:
     """dL/dmu per row at ``a``: zero at the maximiser."""
-    return _evaluate(a, eta, observed)[1]
+    return _evaluate(a, eta, _Fused(len(a), observed))[1]
 
 
 class Tape:
-    """What the backward pass of :func:`solve` needs: per iteration the means,
-    the decision distributions and each row's step size."""
+    """What the backward pass of :func:`solve` needs: the fused heads and, per
+    iteration, the means, the decision distributions and each row's step size."""
 
-    __slots__ = ("observed", "steps")
+    __slots__ = ("fused", "steps")
 
-    def __init__(self, observed):
-        self.observed = observed
-        self.steps: List[Tuple[numpy.ndarray, list, numpy.ndarray]] = []
+    def __init__(self, fused):
+        self.fused = fused
+        self.steps: List[Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]] = []
 
 
 def solve(a0, eta, observed: List[Observed], iterations: int,
           keep_tape: bool = False) -> Tuple[numpy.ndarray, Optional[Tape]]:
     """Logits of the means after ``iterations`` monotone ascent steps on L,
     starting from ``a0`` (the means before the latest decision)."""
-    tape = Tape(observed) if keep_tape else None
-    a = a0
     if iterations <= 0 or not observed:
-        return a.copy(), tape
-    mu, grad, value, qs = _evaluate(a, eta, observed)
+        return a0.copy(), (Tape(None) if keep_tape else None)
+    fused = _Fused(len(a0), observed)
+    tape = Tape(fused) if keep_tape else None
+    a = a0
+    mu, grad, value, q = _evaluate(a, eta, fused)
+    # a change below the rounding error of L is no decrease
+    eps = 8 * numpy.finfo(a.dtype).eps
     for _ in range(iterations):
         alpha = numpy.ones((len(a), 1), dtype=a.dtype)
         trial = a + grad
-        t_mu, t_grad, t_value, t_qs = _evaluate(trial, eta, observed)
-        worse = t_value < value
-        for _ in range(HALVINGS):
+        t_mu, t_grad, t_value, t_q = _evaluate(trial, eta, fused)
+        worse = t_value < value - eps * (numpy.abs(value) + 1.0)
+        for _ in range(HALVINGS + 1):
             if not worse.any():
                 break
             alpha[worse] *= 0.5
+            if alpha.min() < 0.5 ** HALVINGS:  # no step size helps: the row stays
+                alpha[alpha < 0.5 ** HALVINGS] = 0.0
             trial = a + alpha * grad
-            t_mu, t_grad, t_value, t_qs = _evaluate(trial, eta, observed)
-            worse = t_value < value
-        if worse.any():  # no step size helps these rows: they stay where they are
-            alpha[worse] = 0.0
-            trial = a + alpha * grad
-            t_mu, t_grad, t_value, t_qs = _evaluate(trial, eta, observed)
+            t_mu, t_grad, t_value, t_q = _evaluate(trial, eta, fused)
+            worse = t_value < value - eps * (numpy.abs(value) + 1.0)
         if tape is not None:
-            tape.steps.append((mu, qs, alpha))
-        a, mu, grad, value, qs = trial, t_mu, t_grad, t_value, t_qs
+            tape.steps.append((mu, q, alpha))
+        a, mu, grad, value, q = trial, t_mu, t_grad, t_value, t_q
     return a, tape
 
 
@@ -138,22 +177,23 @@ def solve_backward(tape: Tape, d_a: numpy.ndarray, grads: Dict[str, numpy.ndarra
     the iterations.  Returns (d a0, d eta); head weight gradients are added to
     ``grads`` (name -> array of the parameter's shape)."""
     d_eta = numpy.zeros_like(d_a)
-    for mu, qs, alpha in reversed(tape.steps):
+    if not tape.steps:
+        return d_a, d_eta
+    fused = tape.fused
+    dW = numpy.zeros_like(fused.W)
+    db = numpy.zeros_like(fused.b)
+    for mu, q, alpha in reversed(tape.steps):
         # a' = (1 - alpha) a + alpha (eta + g(mu)),  g(mu) = sum_j W_j[d_j] - q_j(mu) W_j
         v = alpha * d_a
         d_eta += v
-        d_mu = numpy.zeros_like(d_a)
-        for ob, q in zip(tape.observed, qs):
-            vr = v[ob.rows]
-            u = vr @ ob.W.T
-            s = q * (u - (q * u).sum(axis=1, keepdims=True))
-            K = ob.W.shape[0]
-            dW = numpy.zeros_like(ob.W)
-            numpy.add.at(dW, ob.target, vr)
-            dW -= q.T @ vr + s.T @ mu[ob.rows]
-            W_name, b_name = ob.names
-            grads[W_name][ob.lo: ob.lo + K] += dW
-            grads[b_name][ob.lo: ob.lo + K] -= s.sum(axis=0)
-            d_mu[ob.rows] -= s @ ob.W
-        d_a = (1.0 - alpha) * d_a + mu * (1.0 - mu) * d_mu
+        u = v @ fused.W.T
+        s = q * (u - fused.spread(fused.segment_sum(q * u)))
+        numpy.add.at(dW, fused.tgt_cols, v[fused.tgt_rows])
+        dW -= q.T @ v + s.T @ mu
+        db -= s.sum(axis=0)
+        d_a = (1.0 - alpha) * d_a - mu * (1.0 - mu) * (s @ fused.W)
+    for ob, c0, K in zip(fused.observed, fused.starts, fused.sizes):
+        W_name, b_name = ob.names
+        grads[W_name][ob.lo: ob.lo + K] += dW[c0: c0 + K]
+        grads[b_name][ob.lo: ob.lo + K] += db[c0: c0 + K]
     return d_a, d_eta

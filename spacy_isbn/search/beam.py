@@ -90,7 +90,7 @@ class _StatePool:
 
 class _Candidates:
     """Ways to generate a word, flattened over rows: (row, log-prob, tag,
-    bundle, the pool id of the state's means once the word is generated)."""
+    bundle, state: the means once the word is generated, see :func:`_pool_ids`)."""
 
     __slots__ = ("row", "lp", "tag", "bundle", "state")
 
@@ -99,6 +99,7 @@ class _Candidates:
 
     @classmethod
     def concat(cls, parts: List["_Candidates"]) -> "_Candidates":
+        parts = [p for p in parts if len(p.row)]
         if not parts:
             empty = numpy.zeros(0, dtype="int64")
             return cls(empty, numpy.zeros(0), empty, empty, empty)
@@ -158,7 +159,7 @@ class BeamSearch:
                 gc.enable()
 
     def _parse_many(self, segments) -> List[SegmentParse]:
-        pool = _StatePool(self.scorer.nH)
+        pool = self._pool = _StatePool(self.scorer.nH)
         init_eta = self.scorer.pre(
             numpy.zeros((1, N_RELATIONS * self.scorer.nH), "float32"), self._start_feats(1)
         )
@@ -203,14 +204,14 @@ class BeamSearch:
         tag_lp = self.scorer.tag_logprobs(self.scorer.means(eta), numpy.zeros(len(eta), bool))
         ids = None if self.scorer.meanfield else pool.add(self.scorer.means(eta))
         return self._generate(eta, eta, tag_lp, [(rows, word)], {}, numpy.zeros(len(eta), bool),
-                              ids, pool)
+                              ids)
 
     def _score(self, reqs: List["_Request"], pool: _StatePool) -> dict:
         """Decision log-probs and the resulting states of the hypotheses of
         all requests: per arc (top-k labels), reduce and word candidate, the
-        pool id of the means the next state reads (with mean field these are
-        re-estimated after each decision; feed-forward: the step's means).
-        For hypotheses that may end their sentence, also the next sentence's
+        means the next state reads (with mean field re-estimated after each
+        decision; feed-forward: the step's means, by pool id).  For
+        hypotheses that may end their sentence, also the next sentence's
         candidates for its first word."""
         scorer = self.scorer
         src = numpy.concatenate([r.src for r in reqs])
@@ -231,12 +232,19 @@ class BeamSearch:
             return scorer.refine(eta[rows], a, action=numpy.full(len(rows), action),
                                  action_mask=masks[rows], **decisions)
 
-        def final_ids(rows, a) -> numpy.ndarray:
-            return ids[rows] if ids is not None else pool.add(scorer.means(a))
+        def final(rows, a) -> numpy.ndarray:
+            """Feed-forward: the step's pool ids; mean field: the means
+            themselves, pooled only if the hypothesis is expanded."""
+            return ids[rows] if ids is not None else scorer.means(a)
+
+        def no_states(*shape) -> numpy.ndarray:
+            if ids is not None:
+                return numpy.full(shape, -1, dtype="int64")
+            return numpy.zeros(shape + (scorer.nH,), dtype="float32")
 
         legal = {action: numpy.nonzero(masks[:, action])[0] for action in range(N_ACTIONS)}
-        out = {"act": act_lp, "reduce_ids": numpy.full(N, -1, dtype="int64")}
-        out["reduce_ids"][legal[REDUCE]] = final_ids(legal[REDUCE], after(REDUCE, legal[REDUCE]))
+        out = {"act": act_lp, "reduce_states": no_states(N)}
+        out["reduce_states"][legal[REDUCE]] = final(legal[REDUCE], after(REDUCE, legal[REDUCE]))
         # arcs: label log-probs, the top-k labels and their states
         K = min(self.label_top_k, self.scorer.nL)
         for action, name in ((LEFT, "left"), (RIGHT, "right")):
@@ -246,16 +254,16 @@ class BeamSearch:
             lab_lp = numpy.full((N, scorer.nL), NEG_INF)
             lab_lp[rows] = pair[action == RIGHT]
             top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
-            top_ids = numpy.full((N, K), -1, dtype="int64")
+            top_states = no_states(N, K)
             if len(rows):
                 rep = numpy.repeat(numpy.arange(len(rows)), K)
                 labels = top[rows].reshape(-1)
                 kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
                                     LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
-                final = after(action, rows[rep], a[rep], label=labels, kind=kinds,
+                means = after(action, rows[rep], a[rep], label=labels, kind=kinds,
                               right=numpy.full(len(rep), action == RIGHT))
-                top_ids[rows] = final_ids(rows[rep], final).reshape(len(rows), K)
-            out[name], out[name + "_top"], out[name + "_ids"] = lab_lp, top, top_ids
+                top_states[rows] = final(rows[rep], means).reshape(top_states[rows].shape)
+            out[name], out[name + "_top"], out[name + "_states"] = lab_lp, top, top_states
         # shift: the next word, or end of sentence
         rows = legal[SHIFT]
         a_shift = eta.copy()
@@ -268,7 +276,7 @@ class BeamSearch:
         out["cont"] = self._generate(
             eta, a_shift, tag_lp, [(numpy.arange(lo, hi), r.next_word)
                                    for r, lo, hi in zip(reqs, starts, starts[1:])],
-            shift_prior, end_legal, ids, pool)
+            shift_prior, end_legal, ids)
         # the hypotheses that may end their sentence here, grouped by request
         ending = [(lo + numpy.nonzero(end_lp[lo:hi] > NEG_INF)[0], r.start_word)
                   for r, lo, hi in zip(reqs, starts, starts[1:]) if r.start_word is not None]
@@ -287,15 +295,14 @@ class BeamSearch:
         out["first"] = _Candidates.concat(firsts)
         return out
 
-    def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ids,
-                  pool: _StatePool) -> _Candidates:
+    def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ids) -> _Candidates:
         """Candidates for generating a word from states ``eta`` whose logits
         are ``a`` once the decisions in ``prior`` (per row) are made;
         ``groups`` holds ``(rows, word)``: the states that all generate ``word``
         (``None``: no word).  A word is ``(tags, forms, bundle)``: the tags it
         may have, its form's output id under each, and its bundle (-1: search
         over the bundles too).  ``ids``: the states' pool ids (feed-forward;
-        None with mean field, where each candidate gets its own state)."""
+        None with mean field, where each candidate has means of its own)."""
         scorer = self.scorer
         rows, tags, forms, bundles = [], [], [], []
         for g_rows, word in groups:
@@ -346,7 +353,7 @@ class BeamSearch:
                 a_bundle = scorer.refine(eta[r[cand]], a_tag[cand], **decided)
                 lp = lp + scorer.form_logprobs(scorer.means(a_bundle), tag, cand_forms)
                 a_form = scorer.refine(eta[r[cand]], a_bundle, form=cand_forms, **decided)
-                state = pool.add(scorer.means(a_form))
+                state = scorer.means(a_form)
             else:  # one state per row: its form log-prob does not depend on the bundle
                 lp = lp + scorer.form_logprobs(scorer.means(a_tag), tag, forms[sel])[cand]
                 state = ids[r[cand]]
@@ -379,8 +386,9 @@ class BeamSearch:
             return word_cache[i]
 
         beam = []
-        for lp, tag, bundle, state in zip(first.lp, first.tag, first.bundle, first.state):
-            beam.append(self._new_sentence(view(0), 0, state, float(lp), 0.0, None, tag, bundle))
+        ids = _pool_ids(self._pool, list(first.state))
+        for lp, tag, bundle, state_id in zip(first.lp, first.tag, first.bundle, ids):
+            beam.append(self._new_sentence(view(0), 0, state_id, float(lp), 0.0, None, tag, bundle))
         beam = sorted(beam, key=lambda h: -h.score)[: self.beam_width]
         for j in range(n):  # j: the segment index of the word to be shifted next
             must_end = j == n - 1 or ends[j] is True
@@ -433,13 +441,16 @@ class BeamSearch:
         pops = 0
         while agenda:
             threshold = shifted[0][0] if len(shifted) >= B else NEG_INF
-            batch = []  # the best pending hypotheses that can still enter the beam
-            while agenda and len(batch) < B:
-                neg, _, parent, action, label, state = heapq.heappop(agenda)
-                if -neg <= threshold:
+            popped = []  # the best pending hypotheses that can still enter the beam
+            while agenda and len(popped) < B:
+                item = heapq.heappop(agenda)
+                if -item[0] <= threshold:
                     agenda = []
                     break
-                batch.append(_materialize(-neg, parent, action, label, state))
+                popped.append(item)
+            ids = _pool_ids(self._pool, [item[5] for item in popped])
+            batch = [_materialize(-item[0], item[2], item[3], item[4], state_id)
+                     for item, state_id in zip(popped, ids)]
             if not batch:
                 break
             pops += len(batch)
@@ -490,7 +501,7 @@ class BeamSearch:
                 ok = numpy.isfinite(act_lp[:, action])
                 if not ok.any():
                     continue
-                top, top_ids = out[name + "_top"], out[name + "_ids"]
+                top, top_states = out[name + "_top"], out[name + "_states"]
                 total = (scores + act_lp[:, action])[:, None] + numpy.take_along_axis(
                     out[name], top, axis=1)
                 for r in numpy.nonzero(ok)[0]:
@@ -499,11 +510,11 @@ class BeamSearch:
                         if sc > NEG_INF:
                             counter += 1
                             agenda.append((-sc, counter, batch[r], action, int(top[r, k]),
-                                           int(top_ids[r, k])))
+                                           top_states[r, k]))
             red = scores + act_lp[:, REDUCE]
             for r in numpy.nonzero(numpy.isfinite(red))[0]:
                 counter += 1
-                agenda.append((-red[r], counter, batch[r], REDUCE, -1, int(out["reduce_ids"][r])))
+                agenda.append((-red[r], counter, batch[r], REDUCE, -1, out["reduce_states"][r]))
             # the agenda is pruned to the beam width too: between shifts the
             # search stays best-first among B pending hypotheses
             if len(agenda) > B:
@@ -513,10 +524,13 @@ class BeamSearch:
                 # out of budget: follow only the single best pending hypothesis
                 agenda = agenda[:1]
         out = []
-        for score, _, h, outcome in sorted(shifted, key=lambda x: -x[0]):
+        shifted.sort(key=lambda x: -x[0])
+        ids = _pool_ids(self._pool, [o[3] if o[0] == "cont" else o[2] if o[0] == "next" else -1
+                                     for _, _, _, o in shifted])
+        for (score, _, h, outcome), state_id in zip(shifted, ids):
             c = h.config.copy()
             if outcome[0] == "cont":
-                c.register_state(int(outcome[3]))
+                c.register_state(state_id)
             c.apply(SHIFT)
             if outcome[0] == "cont":
                 words = h.words
@@ -529,7 +543,7 @@ class BeamSearch:
             if outcome[0] == "end":  # the segment's last sentence
                 out.append(_Hyp(score, c, h.words, h.offset, end_score, done))
             else:
-                _, _, state_id, tag, bundle = outcome
+                _, _, _, tag, bundle = outcome
                 out.append(self._new_sentence(view(j + 1), j + 1, state_id, score, end_score,
                                               done, tag, bundle))
         return out
@@ -569,6 +583,18 @@ def _materialize(score: float, parent: _Hyp, action: int, label: int, state: int
     config.register_state(state)
     config.apply(action, label)
     return _Hyp(score, config, parent.words, parent.offset, parent.sent_start_score, parent.done)
+
+
+def _pool_ids(pool: _StatePool, states: list) -> List[int]:
+    """Pool ids of hypotheses' states: feed-forward states are pool ids
+    already; mean-field ones are means, pooled here (in one go) when their
+    hypothesis is expanded, so pruned alternatives never take pool memory."""
+    rows = [i for i, s in enumerate(states) if isinstance(s, numpy.ndarray)]
+    ids = [int(s) if not isinstance(s, numpy.ndarray) else -1 for s in states]
+    if rows:
+        for i, state_id in zip(rows, pool.add(numpy.stack([states[i] for i in rows]))):
+            ids[i] = int(state_id)
+    return ids
 
 
 def _unroll(done) -> List[ParsedSentence]:

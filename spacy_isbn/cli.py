@@ -26,7 +26,7 @@ import spacy
 import srsly
 from spacy.tokens import DocBin
 
-from .corpus.conll import ConllFormatError, convert, docs_to_conll
+from .corpus.conll import CONLLX_TAGS, ConllFormatError, convert, docs_to_conll
 from .corpus.readers import gold_tagged_doc, sentence_starts
 from .evaluation.metrics import score_conll18, score_dependencies
 
@@ -44,6 +44,8 @@ DDT_LOCAL = {
 }
 DDT_GIT = "https://github.com/mbkromann/copenhagen-dependency-treebank"
 TREEBANK_HELP = "ewt (= UD_English-EWT), ddt (Danish, CoNLL-X) or a UD treebank, e.g. UD_Dutch-LassySmall"
+CONLLX_TAGS_HELP = ("CoNLL-X only: the tag column that becomes token.tag_, and after '+' the one also "
+                    "kept as a morphological feature (CPOSTAG=NC)")
 
 
 class CliError(Exception):
@@ -233,10 +235,12 @@ def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: fl
     print(f"{len(blocks) - n_dev} train / {n_dev} dev sentences")
 
 
-def prepare(treebank: str, asset_dir: Path, corpus_dir: Path, dev_fraction: float) -> None:
+def prepare(treebank: str, asset_dir: Path, corpus_dir: Path, dev_fraction: float,
+            conllx_tags: str = "postag") -> None:
     """Convert a fetched treebank to train/dev/test .spacy files in the
     language fetch found; a treebank without a dev split gets the end of its
-    train file held out."""
+    train file held out.  ``conllx_tags``: see
+    :func:`spacy_isbn.corpus.conll.sentences_to_docs`."""
     asset_dir, corpus_dir = Path(asset_dir), Path(corpus_dir)
     meta = asset_meta(asset_dir)
     sources = {split: _require(asset_dir / name, f"{treebank} {split} file")
@@ -248,7 +252,8 @@ def prepare(treebank: str, asset_dir: Path, corpus_dir: Path, dev_fraction: floa
         sources["train"], sources["dev"] = held_out / f"train{train.suffix}", held_out / f"dev{train.suffix}"
         split_dev(train, sources["train"], sources["dev"], dev_fraction)
     for split in SPLITS:
-        n = convert(sources[split], corpus_dir / f"{split}.spacy", lang=meta["lang"])
+        n = convert(sources[split], corpus_dir / f"{split}.spacy", lang=meta["lang"],
+                    conllx_tags=conllx_tags)
         print(f"{sources[split]}: {n} sentences ({meta['lang']}) -> {corpus_dir / f'{split}.spacy'}")
 
 
@@ -409,6 +414,7 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("--n-sents", type=int, default=10)
     p.add_argument("--format", default="auto", choices=["auto", "conllu", "conllx"])
     p.add_argument("--lang", default="xx")
+    p.add_argument("--conllx-tags", default="postag", choices=CONLLX_TAGS, help=CONLLX_TAGS_HELP)
     p = sub.add_parser("split", help="hold out the end of a CoNLL file as dev")
     p.add_argument("input", type=Path)
     p.add_argument("train_out", type=Path)
@@ -419,6 +425,7 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("asset_dir", type=Path)
     p.add_argument("corpus_dir", type=Path)
     p.add_argument("--dev-fraction", type=float, default=0.05)
+    p.add_argument("--conllx-tags", default="postag", choices=CONLLX_TAGS, help=CONLLX_TAGS_HELP)
     p = sub.add_parser("jackknife", help="train corpus with jackknifed tags (taggers trained on the other folds)")
     p.add_argument("config", type=Path, help="the pipeline's training config (its parser is left out)")
     p.add_argument("train", type=Path)
@@ -486,6 +493,8 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="shared data dir, for the document list of a treebank without # newdoc "
                         "comments (ddt); without it raw uses blocks of 10 sentences")
+    p.add_argument("--conllx-tags", default="postag", choices=CONLLX_TAGS,
+                   help="as given to prepare, for the raw setting's test documents")
     p.add_argument("--gpu-id", type=int, default=-1)
     p.add_argument("--isbn-timing", type=Path, default=None,
                    help="train_timing.json of isbn_parser (default: next to the model, if there)")
@@ -496,12 +505,12 @@ def _main(argv: Optional[List[str]]) -> None:
         fetch(args.treebank, args.out_dir, args.data_dir, ud_tag=args.ud_tag or None)
     elif args.cmd == "convert":
         n = convert(_require(args.input, "CoNLL file"), args.output, n_sents=args.n_sents,
-                    fmt=args.format, lang=args.lang)
+                    fmt=args.format, lang=args.lang, conllx_tags=args.conllx_tags)
         print(f"{args.input}: {n} sentences -> {args.output}")
     elif args.cmd == "split":
         split_dev(args.input, args.train_out, args.dev_out, args.dev_fraction)
     elif args.cmd == "prepare":
-        prepare(args.treebank, args.asset_dir, args.corpus_dir, args.dev_fraction)
+        prepare(args.treebank, args.asset_dir, args.corpus_dir, args.dev_fraction, args.conllx_tags)
     elif args.cmd == "jackknife":
         from .jackknife import jackknife
         for path, what in ((args.config, "config"), (args.train, "corpus"), (args.dev, "corpus")):
@@ -539,7 +548,8 @@ def _main(argv: Optional[List[str]]) -> None:
             beams=[int(b) for b in args.beams.split(",") if b.strip()],
             raw_beams=[int(b) for b in args.raw_beams.split(",") if b.strip()],
             settings=settings, test_conll=test_conll,
-            documents=document_list(args.treebank, args.data_dir), rounds=args.rounds,
+            documents=document_list(args.treebank, args.data_dir), conllx_tags=args.conllx_tags,
+            rounds=args.rounds,
             batch_size=args.batch_size, limit=args.limit, isbn_timing=args.isbn_timing,
             baseline_timing=args.baseline_timing)
         write_benchmark(result, args.out_dir, args.treebank)

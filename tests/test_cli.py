@@ -19,16 +19,17 @@ from weasel.util import load_project_config
 from spacy_isbn.cli import main
 from spacy_isbn.evaluation import benchmark
 from spacy_isbn.corpus.conll import read_conll
-from spacy_isbn.corpus.readers import create_gold_tag_reader
+from spacy_isbn.corpus.readers import create_gold_tag_reader, gold_tagged_doc
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _train_tiny(corpus: Path, out: Path) -> None:
+def _train_tiny(corpus: Path, out: Path, multiroot: bool = False) -> None:
     nlp = spacy.blank("en")
     reader = create_gold_tag_reader(corpus, gold_sentences=True)
     examples = list(reader(nlp))
-    nlp.add_pipe("isbn_parser", config={"cutoff": 1, "beam_width": 1, "model": {"hidden_width": 16}})
+    nlp.add_pipe("isbn_parser", config={"cutoff": 1, "beam_width": 1, "multiroot": multiroot,
+                                        "model": {"hidden_width": 16}})
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.01)
     for _ in range(100):
@@ -58,6 +59,38 @@ def test_convert_train_evaluate_and_write_back(tmp_path):
     assert [s.words for s in written] == [s.words for s in original]
     assert [s.heads for s in written] == [s.heads for s in original]
     assert "1-2\tdon't" in conll_out.read_text(encoding="utf8")
+
+
+def test_evaluate_writes_the_parsers_sentences(tmp_path):
+    """evaluate --conll-out on CoNLL-X, the parser finding the sentences: one
+    block per sentence isbn_parser found (a sentence with two roots stays one
+    block), with the file's columns."""
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllx"), str(corpus), "--n-sents", "3"])
+    model = tmp_path / "model"
+    _train_tiny(corpus, model, multiroot=True)
+    conll_out = tmp_path / "parsed.conll"
+    main(["evaluate", str(model), str(corpus), str(tmp_path / "metrics.json"), "--parser-sentences",
+          "--conll-out", str(conll_out)])
+    nlp = spacy.load(model)
+    [ref] = DocBin().from_disk(corpus).get_docs(nlp.vocab)
+    doc = nlp(gold_tagged_doc(ref))
+    found = [end - start for start, end, _ in doc._.isbn_sentences]
+    assert found == [3, 9, 3] and len(list(doc.sents)) == 4  # the second has two roots
+    written = list(read_conll(conll_out))
+    assert [len(s.words) for s in written] == found
+    assert written[1].heads == [3, 3, 5, 3, 0, 5, 6, 0, 5]
+    original = [line.split("\t") for line in (FIXTURES / "tiny.conllx").read_text().splitlines() if line]
+    assert [w for s in written for w in s.words] == [cols[1] for cols in original]
+    assert [x for s in written for x in s.xpos] == [cols[4] for cols in original]
+
+
+def test_convert_chooses_the_conllx_tag_columns(tmp_path):
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllx"), str(corpus), "--conllx-tags", "postag+cpostag"])
+    [doc] = DocBin().from_disk(corpus).get_docs(spacy.blank("da").vocab)
+    assert [(t.tag_, t.morph.get("CPOSTAG")) for t in doc[:2]] == [
+        ("ANP[CN][SP]U=[DI]U", ["AN"]), ("NCNPU==I", ["NC"])]
 
 
 def test_gold_tag_reader_keeps_tags_drops_trees(tmp_path):

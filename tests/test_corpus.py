@@ -7,7 +7,9 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
 
+import spacy_isbn.pipes.isbn_parser  # noqa: F401  (registers doc._.isbn_sentences)
 from spacy_isbn.corpus import (
+    CONLLX_TAGS,
     ConllFormatError,
     convert,
     docs_to_conll,
@@ -159,6 +161,88 @@ def test_writer_without_user_data(vocab, tmp_path):
     raw = Doc(vocab, words=["a", "b"])
     docs_to_conll([raw], out)
     assert [line.split("\t")[6] for line in out.read_text().splitlines() if line] == ["0", "0"]
+
+
+# CoNLL-X with both tag columns: CPOSTAG two letters, POSTAG the full PAROLE tag
+TWO_TAGS = (
+    "1\tHan\than\tPP\tPP3CSN-NU\tnumber=sing|person=3\t2\tsubj\t_\t_\n"
+    "2\tkom\tkomme\tVA\tVADT=----A-\tmood=indic|tense=past\t0\tROOT\t_\t_\n"
+    "3\t.\t.\tXP\tXP\t_\t2\tpnct\t_\t_\n"
+)
+
+
+@pytest.mark.parametrize("conllx_tags,tags,morph", [
+    ("postag", ["PP3CSN-NU", "VADT=----A-", "XP"], ["number=sing|person=3", "mood=indic|tense=past", ""]),
+    ("cpostag", ["PP", "VA", "XP"], ["number=sing|person=3", "mood=indic|tense=past", ""]),
+    ("postag+cpostag", ["PP3CSN-NU", "VADT=----A-", "XP"],
+     ["CPOSTAG=PP|number=sing|person=3", "CPOSTAG=VA|mood=indic|tense=past", "CPOSTAG=XP"]),
+    ("cpostag+postag", ["PP", "VA", "XP"],
+     ["POSTAG=PP3CSN-NU|number=sing|person=3", "POSTAG=VADT%3D----A-|mood=indic|tense=past",
+      "POSTAG=XP"]),
+])
+def test_conllx_tag_columns(conllx_tags, tags, morph, vocab, tmp_path):
+    """Each tag column can be token.tag_, the other a feature of token.morph;
+    the written file is the input whatever the choice."""
+    path = tmp_path / "two_tags.conll"
+    path.write_text(TWO_TAGS, encoding="utf-8")
+    [doc] = sentences_to_docs(read_conll(path), vocab, fmt="conllx", conllx_tags=conllx_tags)
+    assert [t.tag_ for t in doc] == tags
+    assert [str(t.morph) for t in doc] == morph
+    assert not doc.has_annotation("POS")  # CPOSTAG values are no UD tags
+    assert_round_trip(path, [doc], tmp_path, "conllx")
+    # a doc without user_data (e.g. tagged by a pipeline) is written back the same
+    copy = Doc(vocab, words=[t.text for t in doc], tags=tags, morphs=morph,
+               heads=[t.head.i for t in doc], deps=[t.dep_ for t in doc])
+    written = tmp_path / "copy.conll"
+    docs_to_conll([copy], written, fmt="conllx")
+    cols = [line.split("\t")[3:8] for line in written.read_text(encoding="utf-8").split("\n") if line]
+    expected = [line.split("\t")[3:8] for line in TWO_TAGS.splitlines()]
+    if conllx_tags == "cpostag":  # nothing says tag_ is CPOSTAG: it goes to POSTAG
+        expected = [["_", cpos] + rest for cpos, _, *rest in expected]
+    elif conllx_tags == "postag":
+        expected = [["_"] + rest for _, *rest in expected]
+    assert cols == expected
+
+
+def test_conllx_tags_setting_is_checked(vocab):
+    with pytest.raises(ValueError, match="conllx_tags"):
+        sentences_to_docs(read_conll(TINY_X), vocab, fmt="conllx", conllx_tags="upos")
+    assert CONLLX_TAGS[0] == "postag"  # the default keeps POSTAG as token.tag_
+
+
+def test_conllu_ignores_conllx_tags(vocab):
+    [doc] = sentences_to_docs(read_conll(TINY_U), vocab, fmt="conllu", conllx_tags="cpostag+postag")
+    assert doc[0].tag_ == "VBP" and doc[0].pos_ == "AUX" and str(doc[0].morph) == "Mood=Imp|VerbForm=Fin"
+
+
+def test_writer_keeps_the_parsers_sentences(vocab, tmp_path):
+    """isbn_parser's sentences (doc._.isbn_sentences) decide the blocks: a
+    multi-root sentence is one block although doc.sents splits it, and
+    sentences found across the original ones take their columns along."""
+    doc = to_docs(TINY_X, vocab)[0]
+    doc.user_data.pop("isbn_sentences")
+    doc.user_data.pop("isbn_conll")
+    out = tmp_path / "out.conll"
+    assert docs_to_conll([doc], out, fmt="conllx") == len(list(doc.sents)) == 4
+    doc._.isbn_sentences = [[0, 3, -1.0], [3, 12, -2.0], [12, 15, -3.0]]
+    assert docs_to_conll([doc], out, fmt="conllx") == 3
+    gold = to_docs(TINY_X, vocab)[0]
+    gold._.isbn_sentences = [[0, 5, -1.0], [5, 15, -2.0]]  # boundaries unlike the file's
+    assert docs_to_conll([gold], out, fmt="conllx") == 2
+    lines = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines() if line]
+    source = [line.split("\t") for line in TINY_X.read_text(encoding="utf-8").splitlines() if line]
+    assert [line[0] for line in lines] == [str(i) for i in range(1, 6)] + [str(i) for i in range(1, 11)]
+    assert [line[1:6] + line[8:] for line in lines] == [line[1:6] + line[8:] for line in source]
+
+
+def test_writer_keeps_multiword_tokens_inside_a_found_sentence(vocab, tmp_path):
+    doc = to_docs(TINY_U, vocab)[0]
+    doc._.isbn_sentences = [[0, 8, 0.0], [8, len(doc), 0.0]]  # "don't" is tokens 0-1
+    out = tmp_path / "out.conllu"
+    assert docs_to_conll([doc], out) == 2
+    text = out.read_text(encoding="utf-8")
+    assert "1-2\tdon't" in text and "#" not in text  # comments belong to the file's sentences
+    assert [s.words for s in read_conll(out)] == [[t.text for t in doc[:8]], [t.text for t in doc[8:]]]
 
 
 def test_file_without_final_blank_line(tmp_path):

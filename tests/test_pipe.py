@@ -10,6 +10,8 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from spacy_isbn.corpus.conll import docs_to_conll, read_conll, sentences_to_docs
+
 from .conftest import TINY_TREEBANK, make_doc
 
 
@@ -135,19 +137,22 @@ def test_factory_and_architecture_via_entry_points():
     assert out.stdout.strip() == "spacy_isbn.ISBNParser.v1"
 
 
-def test_multiroot_sentences_are_learned():
-    """CoNLL-X style: one original sentence with two roots, kept together by
-    user_data["isbn_sentences"], is parsed as one derivation with two roots."""
+MULTIROOT_DATA = [
+    ("han kom , hun gik".split(), ["PP", "VA", "XP", "PP", "VA"], [1, 1, 1, 4, 4],
+     ["subj", "ROOT", "pnct", "subj", "ROOT"]),
+    ("hun kom".split(), ["PP", "VA"], [1, 1], ["subj", "ROOT"]),
+    ("han gik , han kom".split(), ["PP", "VA", "XP", "PP", "VA"], [1, 1, 1, 4, 4],
+     ["subj", "ROOT", "pnct", "subj", "ROOT"]),
+]
+
+
+@pytest.fixture(scope="module")
+def multiroot():
+    """CoNLL-X style: original sentences with two roots, kept together by
+    user_data["isbn_sentences"]."""
     nlp = spacy.blank("da")
-    data = [
-        ("han kom , hun gik".split(), ["PP", "VA", "XP", "PP", "VA"], [1, 1, 1, 4, 4],
-         ["subj", "ROOT", "pnct", "subj", "ROOT"]),
-        ("hun kom".split(), ["PP", "VA"], [1, 1], ["subj", "ROOT"]),
-        ("han gik , han kom".split(), ["PP", "VA", "XP", "PP", "VA"], [1, 1, 1, 4, 4],
-         ["subj", "ROOT", "pnct", "subj", "ROOT"]),
-    ]
     examples = []
-    for words, tags, heads, deps in data:
+    for words, tags, heads, deps in MULTIROOT_DATA:
         ref = make_doc(nlp.vocab, words, tags, heads, deps)
         ref.user_data["isbn_sentences"] = [[0, len(words)]]
         examples.append(Example(make_doc(nlp.vocab, words, tags, one_sentence=True), ref))
@@ -156,11 +161,55 @@ def test_multiroot_sentences_are_learned():
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(300):
         nlp.update(examples, sgd=optimizer)
-    doc = nlp(make_doc(nlp.vocab, data[0][0], data[0][1], one_sentence=True))
-    assert [t.head.i for t in doc] == data[0][2]
-    assert [t.dep_ for t in doc] == data[0][3]
+    return nlp
+
+
+def test_multiroot_sentences_are_learned(multiroot):
+    """A sentence with two roots is parsed as one derivation with two roots."""
+    words, tags, heads, deps = MULTIROOT_DATA[0]
+    doc = multiroot(make_doc(multiroot.vocab, words, tags, one_sentence=True))
+    assert [t.head.i for t in doc] == heads
+    assert [t.dep_ for t in doc] == deps
     assert len(doc._.isbn_sentences) == 1  # one derivation ...
     assert len(list(doc.sents)) == 2  # ... that spaCy sees as two sentences
+
+
+def test_written_parses_keep_the_parsers_sentences(multiroot, tmp_path):
+    """A doc without sentence boundaries or user_data, parsed through
+    nlp.pipe: docs_to_conll writes each sentence the parser found as one
+    block, two roots and all, where doc.sents would split it."""
+    words, tags = [], []
+    for w, t, _, _ in MULTIROOT_DATA:
+        words += w
+        tags += t
+    [doc] = multiroot.pipe([make_doc(multiroot.vocab, words, tags)])
+    assert [(s, e) for s, e, _ in doc._.isbn_sentences] == [(0, 5), (5, 7), (7, 12)]
+    assert len(list(doc.sents)) == 5
+    out = tmp_path / "parsed.conll"
+    assert docs_to_conll([doc], out, fmt="conllx") == 3
+    written = list(read_conll(out))
+    assert [s.words for s in written] == [w for w, _, _, _ in MULTIROOT_DATA]
+    assert [s.heads for s in written] == [[h + 1 if h != i else 0 for i, h in enumerate(heads)]
+                                          for _, _, heads, _ in MULTIROOT_DATA]
+    assert [s.xpos for s in written] == [t for _, t, _, _ in MULTIROOT_DATA]
+
+
+def test_conllx_coarse_tag_is_a_parser_feature(tmp_path):
+    """With conllx_tags = "postag+cpostag" the parser generates POSTAG and
+    conditions on CPOSTAG as a morphological feature; with "cpostag" it
+    generates CPOSTAG."""
+    path = tmp_path / "two_tags.conll"
+    path.write_text(
+        "1\tHan\than\tPP\tPP3CSN-NU\tnumber=sing\t2\tsubj\t_\t_\n"
+        "2\tkom\tkomme\tVA\tVADT=----A-\ttense=past\t0\tROOT\t_\t_\n", encoding="utf-8")
+    for conllx_tags, tags, feats in (("postag+cpostag", ["PP3CSN-NU", "VADT=----A-"], "CPOSTAG=PP"),
+                                     ("cpostag", ["PP", "VA"], "number=sing")):
+        nlp = spacy.blank("da")
+        [ref] = sentences_to_docs(read_conll(path), nlp.vocab, fmt="conllx", conllx_tags=conllx_tags)
+        parser = nlp.add_pipe("isbn_parser", config={"cutoff": 1, "multiroot": True})
+        nlp.initialize(lambda: [Example(ref.copy(), ref)])
+        assert parser.lexicon.tags == tags
+        assert feats in parser.lexicon.inputs["feats"]
 
 
 def test_word_dropout_replaces_only_known_forms(trained):

@@ -78,9 +78,10 @@ def test_sentence_spans_from_heads():
 
 @pytest.mark.parametrize("name,path,multiroot,min_restored", [
     ("ewt", "ud/UD_English-EWT/en_ewt-ud-train.conllu", False, 0.9),
-    # DDT: many lifted arcs point to one of several heads with the same label
-    # (e.g. two ROOT words), which the HEAD scheme cannot tell apart
-    ("ddt", "conllx/danish_ddt/danish_ddt_train.conll", True, 0.7),
+    # DDT: some lifted arcs point to one of several heads with the same label,
+    # which the HEAD scheme cannot tell apart (1,523 of 1,801 trees restored;
+    # 1,377 with spaCy's own decoder)
+    ("ddt", "conllx/danish_ddt/danish_ddt_train.conll", True, 0.8),
 ])
 def test_treebank_round_trip(name, path, multiroot, min_restored):
     """tree -> derivation -> tree gives the projectivised tree for every train
@@ -89,8 +90,6 @@ def test_treebank_round_trip(name, path, multiroot, min_restored):
     full = DATA_DIR / path
     if not full.exists():
         pytest.skip(f"treebank not available at {full}")
-    import spacy
-    vocab = spacy.blank("xx").vocab
     n = n_nonproj = n_restored = 0
     for sent in read_conll(full):
         heads = to_spacy(sent.heads)
@@ -103,8 +102,8 @@ def test_treebank_round_trip(name, path, multiroot, min_restored):
         n += 1
         if proj_heads != heads:
             n_nonproj += 1
-            restored, _ = deprojectivize(sent.words, to_spacy(got_heads[1:]),
-                                         [deco[i] for i in got_labels[1:]], vocab, multiroot)
+            restored, _ = deprojectivize(to_spacy(got_heads[1:]), [deco[i] for i in got_labels[1:]],
+                                         multiroot)
             n_restored += restored == heads
     assert n > 5000 and n_nonproj > 100
     assert n_restored / n_nonproj >= min_restored, (n_restored, n_nonproj)

@@ -1,6 +1,7 @@
 """Treebank I/O: CoNLL-U / CoNLL-X reading, conversion to spaCy DocBins, and writing back."""
 from .conll import (
     CONLL_KEY,
+    CONLLX_TAGS,
     FORMATS,
     SENTENCES_KEY,
     ConllFormatError,
@@ -16,6 +17,7 @@ from .conll import (
 
 __all__ = [
     "CONLL_KEY",
+    "CONLLX_TAGS",
     "FORMATS",
     "SENTENCES_KEY",
     "ConllFormatError",

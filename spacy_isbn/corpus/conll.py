@@ -3,6 +3,13 @@
 The parser only predicts HEAD and DEPREL, so the converter keeps every other column of the
 original file in ``doc.user_data``; writing a parsed corpus back then gives the input file
 with only those two columns replaced, which is what the evaluation scripts compare.
+
+CoNLL-X has two tag columns, CPOSTAG and POSTAG (in the DDT release here, the two-letter
+tag the CoNLL-X paper used and the full PAROLE tag), but spaCy's ``pos_`` holds only UD
+tags.  ``conllx_tags`` picks the column that becomes ``token.tag_`` (what spaCy's tagger
+predicts and isbn_parser generates) and, after a "+", the column that also goes into the
+morphology as a feature (``CPOSTAG=NC``), which the morphologizer predicts and isbn_parser
+conditions on like any other feature.
 """
 from __future__ import annotations
 
@@ -21,6 +28,8 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
 FORMATS = ("conllu", "conllx")
+# token.tag_ [+ the column kept as a morphological feature], see the module docstring
+CONLLX_TAGS = ("postag", "cpostag", "postag+cpostag", "cpostag+postag")
 SENTENCES_KEY = "isbn_sentences"
 CONLL_KEY = "isbn_conll"
 
@@ -33,6 +42,7 @@ _POS = frozenset(p for p in _SPACY_POS if p)
 _ESCAPED_FEAT = "_raw"
 # Columns kept verbatim in user_data; HEAD and DEPREL always come from the Doc.
 _KEPT_COLUMNS = ("lemma", "upos", "xpos", "feats", "deps", "misc")
+_TAG_FEATURES = {"cpostag": "CPOSTAG", "postag": "POSTAG"}
 
 
 class ConllFormatError(ValueError):
@@ -225,12 +235,17 @@ def _find_cycle(heads: list[int]) -> list[int]:
 
 
 def sentences_to_docs(
-    sentences: Iterable[ConllSentence], vocab: Vocab, *, n_sents: int = 10, fmt: str
+    sentences: Iterable[ConllSentence], vocab: Vocab, *, n_sents: int = 10, fmt: str,
+    conllx_tags: str = "postag",
 ) -> list[Doc]:
     """Group ``n_sents`` consecutive sentences per Doc, keeping the original sentence
-    boundaries and all non-parse columns in ``doc.user_data``."""
+    boundaries and all non-parse columns in ``doc.user_data``. ``conllx_tags`` (CoNLL-X
+    only): which tag column is ``token.tag_`` and which, if any, a morphological feature
+    (see the module docstring)."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be 'conllu' or 'conllx', not {fmt!r}")
+    if conllx_tags not in CONLLX_TAGS:
+        raise ValueError(f"conllx_tags must be one of {', '.join(CONLLX_TAGS)}, not {conllx_tags!r}")
     if n_sents < 1:
         raise ValueError(f"n_sents must be at least 1, not {n_sents}")
     docs: list[Doc] = []
@@ -238,14 +253,15 @@ def sentences_to_docs(
     for sentence in sentences:
         group.append(sentence)
         if len(group) == n_sents:
-            docs.append(_group_to_doc(group, vocab, fmt))
+            docs.append(_group_to_doc(group, vocab, fmt, conllx_tags))
             group = []
     if group:
-        docs.append(_group_to_doc(group, vocab, fmt))
+        docs.append(_group_to_doc(group, vocab, fmt, conllx_tags))
     return docs
 
 
-def _group_to_doc(group: list[ConllSentence], vocab: Vocab, fmt: str) -> Doc:
+def _group_to_doc(group: list[ConllSentence], vocab: Vocab, fmt: str, conllx_tags: str) -> Doc:
+    tag_column, _, feature_column = conllx_tags.partition("+") if fmt == "conllx" else ("postag", "", "")
     words: list[str] = []
     spaces: list[bool] = []
     lemmas: list[str] = []
@@ -261,9 +277,14 @@ def _group_to_doc(group: list[ConllSentence], vocab: Vocab, fmt: str) -> Doc:
         words += sent.words
         spaces += sent.spaces
         lemmas += ["" if x == "_" else x for x in sent.lemmas]
-        tags += ["" if x == "_" else x for x in sent.xpos]
+        columns = {"cpostag": sent.upos, "postag": sent.xpos}
+        tags += ["" if x == "_" else x for x in columns[tag_column]]
         pos += [x if x in _POS else "" for x in sent.upos]
-        morphs += [morph_for_spacy(x) for x in sent.feats]
+        feats = sent.feats
+        if feature_column:
+            name = _TAG_FEATURES[feature_column]
+            feats = [_with_tag_feature(name, tag, f) for tag, f in zip(columns[feature_column], feats)]
+        morphs += [morph_for_spacy(x) for x in feats]
         heads += [start + (h - 1 if h else i) for i, h in enumerate(sent.heads)]
         deps += sent.deprels
         bounds.append([start, len(words)])
@@ -283,6 +304,15 @@ def _group_to_doc(group: list[ConllSentence], vocab: Vocab, fmt: str) -> Doc:
     doc.user_data[SENTENCES_KEY] = bounds
     doc.user_data[CONLL_KEY] = {"format": fmt, "sentences": records}
     return doc
+
+
+def _with_tag_feature(name: str, tag: str, feats: str) -> str:
+    """FEATS with a tag column added as the feature ``name``, its value percent-encoded
+    (a PAROLE tag such as ``ANP[CN]PU=[DI]U`` holds '=')."""
+    if tag == "_":
+        return feats
+    feature = f"{name}={quote(tag, safe='')}"
+    return f"{feature}|{feats}" if feats else feature
 
 
 def _sentence_record(sent: ConllSentence) -> dict:
@@ -338,12 +368,14 @@ def morph_from_spacy(morph: str) -> str:
     )
 
 
-def convert(input_path, output_path, *, n_sents: int = 10, fmt: str = "auto", lang: str = "xx") -> int:
+def convert(input_path, output_path, *, n_sents: int = 10, fmt: str = "auto", lang: str = "xx",
+            conllx_tags: str = "postag") -> int:
     """Convert a CoNLL file to a ``.spacy`` DocBin with user_data; return the sentence count.
     The whole file is validated before anything is written."""
     fmt = resolve_format(input_path, fmt)
     sentences = list(_read(input_path, fmt))
-    docs = sentences_to_docs(sentences, spacy.blank(lang).vocab, n_sents=n_sents, fmt=fmt)
+    docs = sentences_to_docs(sentences, spacy.blank(lang).vocab, n_sents=n_sents, fmt=fmt,
+                             conllx_tags=conllx_tags)
     data = DocBin(store_user_data=True, docs=docs).to_bytes()
     with _atomic_open(output_path, "wb") as out:
         out.write(data)
@@ -351,8 +383,10 @@ def convert(input_path, output_path, *, n_sents: int = 10, fmt: str = "auto", la
 
 
 def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu") -> int:
-    """Write the docs' current parse as CoNLL, one block per original sentence, restoring
-    the other columns from user_data; return the number of sentences written."""
+    """Write the docs' current parse as CoNLL, restoring the other columns from user_data;
+    return the number of sentences written.  One block per sentence as isbn_parser found it
+    (``doc._.isbn_sentences``: a multi-root sentence stays one block, though spaCy starts a
+    sentence at each root), else per original sentence (user_data), else per ``doc.sents``."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be 'conllu' or 'conllx', not {fmt!r}")
     count = 0
@@ -365,20 +399,47 @@ def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu") -> i
 
 
 def _doc_blocks(doc: Doc, fmt: str) -> Iterator[list[str]]:
-    bounds = doc.user_data.get(SENTENCES_KEY)
-    if bounds is None:
+    original = doc.user_data.get(SENTENCES_KEY)
+    if original is None:
         if doc.has_annotation("SENT_START"):
-            bounds = [[s.start, s.end] for s in doc.sents]
+            original = [[s.start, s.end] for s in doc.sents]
         else:
-            bounds = [[0, len(doc)]] if len(doc) else []
+            original = [[0, len(doc)]] if len(doc) else []
+    original = [(int(start), int(end)) for start, end in original]
     conll = doc.user_data.get(CONLL_KEY)
-    records = conll["sentences"] if conll else [None] * len(bounds)
-    if len(records) != len(bounds):
+    records = conll["sentences"] if conll else [None] * len(original)
+    if len(records) != len(original):
         raise ValueError(
-            f"user_data[{CONLL_KEY!r}] has {len(records)} sentences but the doc has {len(bounds)}"
+            f"user_data[{CONLL_KEY!r}] has {len(records)} sentences but the doc has {len(original)}"
         )
-    for (start, end), record in zip(bounds, records):
+    by_span = dict(zip(original, records))
+    parsed = doc._.get(SENTENCES_KEY) if Doc.has_extension(SENTENCES_KEY) else None
+    for start, end in original if parsed is None else [(int(s), int(e)) for s, e, *_ in parsed]:
+        if (start, end) in by_span:
+            record = by_span[(start, end)]
+        else:
+            record = _record_slice(original, records, start, end) if conll else None
         yield _sentence_lines(doc[start:end], record, fmt)
+
+
+def _record_slice(original: list[tuple[int, int]], records: list[dict], start: int, end: int) -> dict:
+    """The kept columns of tokens ``start:end``, a sentence the parser found across the
+    original boundaries.  Multiword tokens inside it are kept; comments and empty nodes
+    belong to the original sentences and are left out."""
+    record: dict = {name: [] for name in _KEPT_COLUMNS}
+    multiword = []
+    for (s, e), rec in zip(original, records):
+        lo, hi = max(s, start), min(e, end)
+        if lo >= hi:
+            continue
+        for name in _KEPT_COLUMNS:
+            record[name] += rec[name][lo - s:hi - s]
+        multiword += [[s + first - start, s + last - start, form, misc]
+                      for first, last, form, misc in rec.get("multiword", ())
+                      if lo <= s + first and s + last < hi]
+    if multiword:
+        record["multiword"] = multiword
+    return record
 
 
 def _sentence_lines(span: Span, record: dict | None, fmt: str) -> list[str]:
@@ -431,13 +492,32 @@ def _columns_from_tokens(span: Span, fmt: str) -> dict:
     columns: dict[str, list[str]] = {name: [] for name in _KEPT_COLUMNS}
     for token in span:
         no_space = fmt == "conllu" and not token.whitespace_ and token.i + 1 < len(doc)
+        upos, xpos, feats = token.pos_, token.tag_, str(token.morph)
+        if fmt == "conllx":
+            upos, xpos, feats = _conllx_tags(token)
         columns["lemma"].append(token.lemma_ or "_")
-        columns["upos"].append(token.pos_ or "_")
-        columns["xpos"].append(token.tag_ or "_")
-        columns["feats"].append(morph_from_spacy(str(token.morph)) or "_")
+        columns["upos"].append(upos or "_")
+        columns["xpos"].append(xpos or "_")
+        columns["feats"].append(morph_from_spacy(feats) or "_")
         columns["deps"].append("_")
         columns["misc"].append("SpaceAfter=No" if no_space else "_")
     return columns
+
+
+def _conllx_tags(token) -> tuple[str, str, str]:
+    """CPOSTAG, POSTAG and FEATS of a token without user_data: a tag column kept in the
+    morphology (``conllx_tags`` with "+") goes back to its column, ``token.tag_`` to the
+    other one."""
+    stored: dict[str, str] = {}
+    feats = []
+    for item in filter(None, str(token.morph).split("|")):
+        name, _, value = item.partition("=")
+        if name in _TAG_FEATURES.values():
+            stored[name] = unquote(value)
+        else:
+            feats.append(item)
+    cpostag = stored.get("CPOSTAG", token.tag_ if "POSTAG" in stored else token.pos_)
+    return cpostag, stored.get("POSTAG", token.tag_), "|".join(feats)
 
 
 def _umask() -> int:

@@ -352,17 +352,20 @@ def document_sizes(sentences: Sequence, documents: Optional[Path] = None, *,
 
 
 def read_documents(path: Path, vocab, documents: Optional[Path] = None, *,
-                   split: str = "test", block: int = DOCUMENT_BLOCK) -> Tuple[list, str]:
+                   split: str = "test", block: int = DOCUMENT_BLOCK,
+                   conllx_tags: str = "postag") -> Tuple[list, str]:
     """One gold Doc per document of a CoNLL file, built by the project's own
-    converter (so with the annotation and ``user_data`` of ``<split>.spacy``),
-    and where the documents came from (:func:`document_sizes`)."""
+    converter (so with the annotation and ``user_data`` of ``<split>.spacy``
+    when given the same ``conllx_tags``), and where the documents came from
+    (:func:`document_sizes`)."""
     fmt = resolve_format(path)
     sentences = list(read_conll(path, fmt=fmt))
     sizes, source = document_sizes(sentences, documents, split=split, block=block)
     docs: list = []
     start = 0
     for size in sizes:
-        docs += sentences_to_docs(sentences[start:start + size], vocab, n_sents=size, fmt=fmt)
+        docs += sentences_to_docs(sentences[start:start + size], vocab, n_sents=size, fmt=fmt,
+                                  conllx_tags=conllx_tags)
         start += size
     return docs, source
 
@@ -494,6 +497,7 @@ def run_benchmark(
     settings: Sequence[str] = ALL_SETTINGS,
     test_conll: Optional[Path] = None,
     documents: Optional[Path] = None,
+    conllx_tags: str = "postag",
     rounds: int = 3,
     batch_size: int = 64,
     limit: int = 0,
@@ -502,7 +506,8 @@ def run_benchmark(
 ) -> dict:
     """Score and time the systems of each of ``settings`` (see the module
     docstring): ``raw`` parses the documents of ``test_conll`` (split with
-    ``documents`` when it has no ``# newdoc`` comments) at ``raw_beams``;
+    ``documents`` when it has no ``# newdoc`` comments; its tag columns as
+    ``conllx_tags``, see :func:`read_documents`) at ``raw_beams``;
     ``gold`` and ``pipeline`` parse ``test_path`` at ``beams``.  ``limit``
     keeps the first N docs of each.  Returns the JSON-serialisable result
     (see :func:`render_benchmark_markdown`)."""
@@ -556,7 +561,7 @@ def run_benchmark(
                 "relax": False}
     raw = None
     if RAW in settings:
-        raw_refs, source = read_documents(test_conll, nlp.vocab, documents)
+        raw_refs, source = read_documents(test_conll, nlp.vocab, documents, conllx_tags=conllx_tags)
         if limit:
             raw_refs = raw_refs[:limit]
         raw = {"test": str(test_conll), "documents": source, "docs": len(raw_refs),

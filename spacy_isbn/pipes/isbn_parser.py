@@ -463,13 +463,12 @@ class ISBNParser(TrainablePipe):
                 doc._.isbn_sentences = []
                 doc._.isbn_kbest = []
                 continue
-            words = [t.text for t in doc]
             heads = numpy.arange(len(doc), dtype="int64")
             deps = [""] * len(doc)
             sentences = []
             for sent in seg.sentences:
                 start, end = sent.start, sent.start + len(sent.heads)
-                sent_heads, sent_labels = self._decode(words[start:end], sent)
+                sent_heads, sent_labels = self._decode(sent)
                 heads[start:end] = [start + h for h in sent_heads]
                 deps[start:end] = sent_labels
                 sentences.append([start, end, sent.logprob])
@@ -479,8 +478,7 @@ class ISBNParser(TrainablePipe):
             for score, sents in seg.kbest:
                 tree = []
                 for sent in sents:
-                    sent_heads, sent_labels = self._decode(
-                        words[sent.start: sent.start + len(sent.heads)], sent)
+                    sent_heads, sent_labels = self._decode(sent)
                     tree.extend([sent.start + h, lab] for h, lab in zip(sent_heads, sent_labels))
                 analyses.append([float(score), tree])
             arr = numpy.zeros((len(doc), 2), dtype="uint64")
@@ -508,13 +506,13 @@ class ISBNParser(TrainablePipe):
                 tok.pos_ = tag_str
             tok.set_morph(bundle_str if known_bundle and bundle_str else None)
 
-    def _decode(self, words: List[str], sent) -> Tuple[List[int], List[str]]:
+    def _decode(self, sent) -> Tuple[List[int], List[str]]:
         """Sentence-local heads (root = self) and labels of a parsed sentence,
         with the pseudo-projective decoration undone."""
         labels = self.lexicon.labels
         heads = [h - 1 if h > 0 else i for i, h in enumerate(sent.heads)]
         labs = [labels[lab] if lab >= 0 else "dep" for lab in sent.labels]
-        return deprojectivize(words, heads, labs, self.vocab, self.cfg["multiroot"])
+        return deprojectivize(heads, labs, self.cfg["multiroot"])
 
     # -- serialisation -----------------------------------------------------------
     def to_bytes(self, *, exclude=tuple()) -> bytes:

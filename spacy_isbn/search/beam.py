@@ -167,7 +167,7 @@ class BeamSearch:
         searches = {}
         requests = {}
         for i, (words, ends) in enumerate(segments):
-            first = self._first_word(init_eta, self._word(words, 0), pool)
+            first = self._first_word(init_eta, [(numpy.arange(1), self._word(words, 0))], pool)
             gen = self._search(words, ends, first)
             try:
                 requests[i] = next(gen)
@@ -197,14 +197,12 @@ class BeamSearch:
         feats[:, 0] = 0
         return feats
 
-    def _first_word(self, eta, word, pool: _StatePool) -> _Candidates:
-        """Candidates for a sentence's first word from first states ``eta``
-        (one row per pending sentence, all generating ``word``)."""
-        rows = numpy.arange(len(eta))
+    def _first_word(self, eta, groups: list, pool: _StatePool) -> _Candidates:
+        """Candidates for sentences' first words from first states ``eta``;
+        ``groups``: ``(rows, word)`` as in :meth:`_generate`."""
         tag_lp = self.scorer.tag_logprobs(self.scorer.means(eta), numpy.zeros(len(eta), bool))
         ids = None if self.scorer.meanfield else pool.add(self.scorer.means(eta))
-        return self._generate(eta, eta, tag_lp, [(rows, word)], {}, numpy.zeros(len(eta), bool),
-                              ids)
+        return self._generate(eta, eta, tag_lp, groups, {}, numpy.zeros(len(eta), bool), ids)
 
     def _score(self, reqs: List["_Request"], pool: _StatePool) -> dict:
         """Decision log-probs and the resulting states of the hypotheses of
@@ -226,11 +224,11 @@ class BeamSearch:
         act_lp = scorer.actions(H, masks)
         ids = None if scorer.meanfield else pool.add(H)
 
-        def after(action: int, rows, a=None, **decisions) -> numpy.ndarray:
-            """Logits of ``rows`` once ``action`` (and ``decisions``) are made."""
+        def after(actions, rows, a=None, **decisions) -> numpy.ndarray:
+            """Logits of ``rows`` once ``actions`` (and ``decisions``) are made."""
             a = eta[rows] if a is None else a
-            return scorer.refine(eta[rows], a, action=numpy.full(len(rows), action),
-                                 action_mask=masks[rows], **decisions)
+            return scorer.refine(eta[rows], a, action=actions, action_mask=masks[rows],
+                                 **decisions)
 
         def final(rows, a) -> numpy.ndarray:
             """Feed-forward: the step's pool ids; mean field: the means
@@ -242,32 +240,43 @@ class BeamSearch:
                 return numpy.full(shape, -1, dtype="int64")
             return numpy.zeros(shape + (scorer.nH,), dtype="float32")
 
-        legal = {action: numpy.nonzero(masks[:, action])[0] for action in range(N_ACTIONS)}
+        # the means after each legal action (one solve for all of them)
+        legal = [numpy.nonzero(masks[:, action])[0] for action in range(N_ACTIONS)]
+        bounds = numpy.cumsum([0] + [len(rows) for rows in legal])
+        a_all = after(numpy.repeat(numpy.arange(N_ACTIONS), bounds[1:] - bounds[:-1]),
+                      numpy.concatenate(legal))
+        a_after = [a_all[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
         out = {"act": act_lp, "reduce_states": no_states(N)}
-        out["reduce_states"][legal[REDUCE]] = final(legal[REDUCE], after(REDUCE, legal[REDUCE]))
-        # arcs: label log-probs, the top-k labels and their states
+        out["reduce_states"][legal[REDUCE]] = final(legal[REDUCE], a_after[REDUCE])
+        # arcs: label log-probs and the top-k labels, then the states after
+        # each of those (one solve for both directions)
         K = min(self.label_top_k, self.scorer.nL)
+        arcs = []
         for action, name in ((LEFT, "left"), (RIGHT, "right")):
             rows = legal[action]
-            a = after(action, rows)
-            pair = scorer.arc_labels(scorer.means(a), root_top[rows])
+            pair = scorer.arc_labels(scorer.means(a_after[action]), root_top[rows])
             lab_lp = numpy.full((N, scorer.nL), NEG_INF)
             lab_lp[rows] = pair[action == RIGHT]
             top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
-            top_states = no_states(N, K)
-            if len(rows):
-                rep = numpy.repeat(numpy.arange(len(rows)), K)
-                labels = top[rows].reshape(-1)
-                kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
-                                    LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
-                means = after(action, rows[rep], a[rep], label=labels, kind=kinds,
-                              right=numpy.full(len(rep), action == RIGHT))
-                top_states[rows] = final(rows[rep], means).reshape(top_states[rows].shape)
-            out[name], out[name + "_top"], out[name + "_states"] = lab_lp, top, top_states
+            out[name], out[name + "_top"], out[name + "_states"] = lab_lp, top, no_states(N, K)
+            rep = numpy.repeat(numpy.arange(len(rows)), K)
+            kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
+                                LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
+            arcs.append((name, rows, rows[rep], numpy.full(len(rep), action), a_after[action][rep],
+                         top[rows].reshape(-1), kinds))
+        cat = [numpy.concatenate(parts) for parts in list(zip(*arcs))[2:]]
+        rows_rep, actions, a_start, labels, kinds = cat
+        means = after(actions, rows_rep, a_start, label=labels, kind=kinds, right=actions == RIGHT)
+        states = final(rows_rep, means)
+        offset = 0
+        for name, rows, rep_rows, *_ in arcs:
+            block = out[name + "_states"]
+            block[rows] = states[offset: offset + len(rep_rows)].reshape(block[rows].shape)
+            offset += len(rep_rows)
         # shift: the next word, or end of sentence
         rows = legal[SHIFT]
         a_shift = eta.copy()
-        a_shift[rows] = after(SHIFT, rows)
+        a_shift[rows] = a_after[SHIFT]
         tag_lp = scorer.tag_logprobs(scorer.means(a_shift), end_legal)
         tag_lp[~masks[:, SHIFT]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
@@ -281,18 +290,20 @@ class BeamSearch:
         ending = [(lo + numpy.nonzero(end_lp[lo:hi] > NEG_INF)[0], r.start_word)
                   for r, lo, hi in zip(reqs, starts, starts[1:]) if r.start_word is not None]
         ending = [(rows, word) for rows, word in ending if len(rows)]
-        firsts = []
-        for rows, word in ending:
+        out["first"] = _Candidates.concat([])
+        if ending:
+            rows = numpy.concatenate([g for g, _ in ending])
             # the END step's means are the next sentence's first input context
-            a_end = after(SHIFT, rows, a_shift[rows], tag=numpy.full(len(rows), self.end_tag),
-                          end_legal=end_legal[rows])
+            a_end = after(numpy.full(len(rows), SHIFT), rows, a_shift[rows],
+                          tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows])
             parents = numpy.zeros((len(rows), N_RELATIONS, scorer.nH), dtype="float32")
             parents[:, INPUT_CONTEXT] = scorer.means(a_end)
             eta0 = scorer.pre(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
-            first = self._first_word(eta0, word, pool)
+            sizes = numpy.cumsum([0] + [len(g) for g, _ in ending])
+            first = self._first_word(eta0, [(numpy.arange(lo, hi), word) for (_, word), lo, hi
+                                            in zip(ending, sizes, sizes[1:])], pool)
             first.row = rows[first.row]
-            firsts.append(first)
-        out["first"] = _Candidates.concat(firsts)
+            out["first"] = first
         return out
 
     def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ids) -> _Candidates:
@@ -326,39 +337,64 @@ class BeamSearch:
         forms, bundles = numpy.concatenate(forms), numpy.concatenate(bundles)
         possible = tag_lp[rows, tags] > NEG_INF  # e.g. states where Shift is not legal
         rows, tags, forms, bundles = rows[possible], tags[possible], forms[possible], bundles[possible]
+        if scorer.meanfield:
+            return self._generate_meanfield(eta, a, tag_lp, rows, tags, forms, bundles, prior,
+                                            end_legal)
         parts = []
         for tag in numpy.unique(tags):
             sel = numpy.nonzero(tags == tag)[0]
             r = rows[sel]
             tag = int(tag)
-            lo = scorer.bundle_ranges[tag][0]
-            # the tag decision, then the bundle's distribution
-            decided = {name: arr[r] for name, arr in prior.items()}
-            decided.update(tag=numpy.full(len(r), tag), end_legal=end_legal[r])
-            a_tag = scorer.refine(eta[r], a[r], **decided)
-            bundle_lp = scorer.bundle_logprobs(scorer.means(a_tag), tag)
-            # (index into sel, bundle) of each candidate
-            fixed = bundles[sel] >= 0
-            k_fixed = numpy.nonzero(fixed)[0]
-            k_free = numpy.nonzero(~fixed)[0]
-            top = min(self.tag_top_k, bundle_lp.shape[1])
-            best = numpy.argpartition(-bundle_lp[k_free], top - 1, axis=1)[:, :top]
-            cand = numpy.concatenate([k_fixed, numpy.repeat(k_free, top)])
-            cand_bundle = numpy.concatenate([bundles[sel][k_fixed], (best + lo).reshape(-1)])
-            lp = tag_lp[r[cand], tag] + bundle_lp[cand, cand_bundle - lo]
-            cand_forms = forms[sel][cand]
-            decided = {name: arr[cand] for name, arr in decided.items()}
-            decided["bundle"] = cand_bundle
-            if scorer.meanfield:
-                a_bundle = scorer.refine(eta[r[cand]], a_tag[cand], **decided)
-                lp = lp + scorer.form_logprobs(scorer.means(a_bundle), tag, cand_forms)
-                a_form = scorer.refine(eta[r[cand]], a_bundle, form=cand_forms, **decided)
-                state = scorer.means(a_form)
-            else:  # one state per row: its form log-prob does not depend on the bundle
-                lp = lp + scorer.form_logprobs(scorer.means(a_tag), tag, forms[sel])[cand]
-                state = ids[r[cand]]
-            parts.append(_Candidates(r[cand], lp, numpy.full(len(cand), tag), cand_bundle, state))
+            # one state per row: the bundle and form distributions read it
+            H = scorer.means(a[r])
+            cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H, tag), tag,
+                                                  bundles[sel], tag_lp[r, tag])
+            lp += scorer.form_logprobs(H, tag, forms[sel])[cand]
+            parts.append(_Candidates(r[cand], lp, numpy.full(len(cand), tag), cand_bundle,
+                                     ids[r[cand]]))
         return _Candidates.concat(parts)
+
+    def _generate_meanfield(self, eta, a, tag_lp, rows, tags, forms, bundles, prior,
+                            end_legal) -> _Candidates:
+        """:meth:`_generate` with the means re-estimated after the tag, after
+        the bundle and after the form: one solve per stage for all candidates."""
+        scorer = self.scorer
+        decided = {name: arr[rows] for name, arr in prior.items()}
+        decided.update(tag=tags, end_legal=end_legal[rows])
+        a_tag = scorer.refine(eta[rows], a[rows], **decided)
+        H_tag = scorer.means(a_tag)
+        cands, cand_bundles, lps = [], [], []
+        for tag in numpy.unique(tags):
+            sel = numpy.nonzero(tags == tag)[0]
+            tag = int(tag)
+            cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H_tag[sel], tag), tag,
+                                                  bundles[sel], tag_lp[rows[sel], tag])
+            cands.append(sel[cand])
+            cand_bundles.append(cand_bundle)
+            lps.append(lp)
+        cand, cand_bundle, lp = map(numpy.concatenate, (cands, cand_bundles, lps))
+        decided = {name: arr[cand] for name, arr in decided.items()}
+        decided["bundle"] = cand_bundle
+        a_bundle = scorer.refine(eta[rows[cand]], a_tag[cand], **decided)
+        H_bundle = scorer.means(a_bundle)
+        cand_tags, cand_forms = tags[cand], forms[cand]
+        for tag in numpy.unique(cand_tags):
+            sel = cand_tags == tag
+            lp[sel] += scorer.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
+        a_form = scorer.refine(eta[rows[cand]], a_bundle, form=cand_forms, **decided)
+        return _Candidates(rows[cand], lp, cand_tags, cand_bundle, scorer.means(a_form))
+
+    def _bundles(self, bundle_lp, tag: int, bundles, base_lp):
+        """(candidate index into the rows, bundle, log-prob so far) of each way
+        to go on: a row's given bundle, or (bundle -1) its ``tag_top_k`` best."""
+        lo = self.scorer.bundle_ranges[tag][0]
+        k_fixed = numpy.nonzero(bundles >= 0)[0]
+        k_free = numpy.nonzero(bundles < 0)[0]
+        top = min(self.tag_top_k, bundle_lp.shape[1])
+        best = numpy.argpartition(-bundle_lp[k_free], top - 1, axis=1)[:, :top]
+        cand = numpy.concatenate([k_fixed, numpy.repeat(k_free, top)])
+        cand_bundle = numpy.concatenate([bundles[k_fixed], (best + lo).reshape(-1)])
+        return cand, cand_bundle, base_lp[cand] + bundle_lp[cand, cand_bundle - lo]
 
     def _word(self, words: SentenceInputs, i: int):
         """How token ``i`` of a segment is generated (see :meth:`_generate`)."""

@@ -194,3 +194,40 @@ def test_forward_equals_the_step_wise_scorer_along_gold_derivations():
             config.register_state(len(states) - 1)
             config.apply(action, label)
         assert total == pytest.approx(float(expected), abs=1e-3)
+
+
+@pytest.mark.parametrize("config_name", ["ewt_gold", "ddt_gold"])
+@pytest.mark.parametrize("approximation", ["feedforward", "meanfield"])
+def test_papers_setting_configs_train_with_either_approximation(config_name, approximation):
+    """The gold-tag configs: isbn_parser alone on gold tags and sentences, L2
+    reduced over training, and mean field one override away."""
+    from pathlib import Path
+
+    import spacy
+    from spacy.training import Example
+    from spacy.util import load_config, load_model_from_config
+
+    from spacy_isbn.corpus.readers import gold_words_doc
+
+    from .test_raw_text import _docs
+
+    config = load_config(Path(__file__).parents[1] / "configs" / f"{config_name}.cfg",
+                         overrides={"components.isbn_parser.cutoff": 1,
+                                    "components.isbn_parser.model.approximation": approximation},
+                         interpolate=True)
+    assert config["nlp"]["pipeline"] == ["isbn_parser"]
+    assert config["corpora"]["train"]["gold_tags"] and config["corpora"]["dev"]["gold_sentences"]
+    nlp = load_model_from_config(config, auto_fill=True)
+    optimizer = spacy.util.registry.resolve({"o": config["training"]["optimizer"]})["o"]
+    examples = [Example(gold_words_doc(r, gold_tags=True, gold_sentences=True), r)
+                for r in _docs(nlp.vocab)]
+    nlp.initialize(lambda: examples, sgd=optimizer)
+    first_L2 = optimizer.L2
+    for _ in range(3):
+        losses = nlp.update(examples, sgd=optimizer)
+        optimizer.step_schedules()
+    assert optimizer.L2 < first_L2
+    assert numpy.isfinite(losses["isbn_parser"])
+    assert nlp.get_pipe("isbn_parser").model.attrs["approximation"] == approximation
+    doc = nlp(gold_words_doc(examples[0].reference, gold_tags=True, gold_sentences=True))
+    assert len(doc) and all(t.dep_ for t in doc)

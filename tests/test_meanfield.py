@@ -126,13 +126,16 @@ def test_gradient_matches_finite_differences_in_float64(latent_edges):
             assert grads[name][idx] == pytest.approx((up - down) / (2 * eps), abs=1e-6, rel=1e-5), name
 
 
-def test_forward_equals_the_step_wise_scorer_along_gold_derivations():
+@pytest.mark.parametrize("features,latent_edges", [("rich", True), ("local", True),
+                                                   ("rich", False)])
+def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, latent_edges):
     """The batched training pass and the search's scorer (means re-estimated
     after each elementary decision, later states reading the final means)
     give the same log P(tree, words) for each gold derivation."""
-    model, lex, ext, toks, derivs = _model(3)
+    model, lex, ext, toks, derivs = _model(3, features=features, latent_edges=latent_edges)
     ll, _ = model(DerivationBatch.from_derivations(derivs), is_train=False)
-    ff_ll, _ = _setup()[0](DerivationBatch.from_derivations(derivs), is_train=False)
+    ff_ll, _ = _setup(features=features, latent_edges=latent_edges)[0](
+        DerivationBatch.from_derivations(derivs), is_train=False)
     assert not numpy.allclose(ll, ff_ll)
     scorer = ISBNScorer(model)
     for (words, tags, heads, labels), tk, expected in zip(TINY_TREEBANK, toks, ll):

@@ -472,6 +472,16 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a further spacy train override, e.g. training.eval_frequency=10")
     p.add_argument("--timing-out", type=Path, default=None, help="default: OUTPUT/train_timing.json")
+    p = sub.add_parser("approximation-speed",
+                       help="mean field vs feed-forward with the same weights: parse and training words/sec on dev/train")
+    p.add_argument("model", type=Path)
+    p.add_argument("dev", type=Path)
+    p.add_argument("train", type=Path)
+    p.add_argument("output", type=Path)
+    p.add_argument("--beams", default="1,10")
+    p.add_argument("--iterations", type=int, default=3)
+    p.add_argument("--parse-words", type=int, default=3000)
+    p.add_argument("--train-words", type=int, default=6000)
     p = sub.add_parser("benchmark", help="isbn_parser vs spaCy's parser: accuracy, speed, memory, training time")
     p.add_argument("--treebank", required=True)
     p.add_argument("--isbn-model", type=Path, required=True)
@@ -534,6 +544,14 @@ def _main(argv: Optional[List[str]]) -> None:
         from .evaluation.benchmark import timed_train
         timed_train(args.config, args.output, train=args.train, dev=args.dev, gpu_id=args.gpu_id,
                     max_steps=args.max_steps, overrides=args.set, timing_out=args.timing_out)
+    elif args.cmd == "approximation-speed":
+        from .evaluation.approximations import approximation_speed, write_approximation_speed
+        for path, what in ((args.model, "pipeline"), (args.dev, "corpus"), (args.train, "corpus")):
+            _require(path, what)
+        write_approximation_speed(approximation_speed(
+            args.model, args.dev, args.train, beams=[int(b) for b in args.beams.split(",") if b],
+            iterations=args.iterations, parse_words=args.parse_words,
+            train_words=args.train_words), args.output)
     elif args.cmd == "benchmark":
         from .evaluation.benchmark import RAW, document_list, run_benchmark, write_benchmark
         if args.gpu_id >= 0:

@@ -234,3 +234,32 @@ def test_papers_setting_configs_train_with_either_approximation(config_name, app
     assert nlp.get_pipe("isbn_parser").model.attrs["approximation"] == approximation
     doc = nlp(gold_words_doc(examples[0].reference, gold_tags=True, gold_sentences=True))
     assert len(doc) and all(t.dep_ for t in doc)
+
+
+def test_approximation_speed_times_both_approximations_with_the_same_weights(tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from spacy_isbn.corpus.readers import gold_words_doc
+    from spacy_isbn.evaluation.approximations import approximation_speed
+
+    from .test_raw_text import _docs
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("isbn_parser", config={"cutoff": 1, "model": {"hidden_width": 8}})
+    refs = _docs(nlp.vocab)
+    examples = [Example(gold_words_doc(r, gold_tags=True, gold_sentences=True), r) for r in refs]
+    optimizer = nlp.initialize(lambda: examples)
+    nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=refs).to_disk(tmp_path / "docs.spacy")
+    result = approximation_speed(tmp_path / "model", tmp_path / "docs.spacy",
+                                 tmp_path / "docs.spacy", beams=[1, 2], train_words=40)
+    assert set(result["words_per_sec"]) == {"feedforward", "meanfield"}
+    for speeds in result["words_per_sec"].values():
+        assert set(speeds) == {"parse_beam1", "parse_beam2", "train"}
+        assert all(v > 0 for v in speeds.values())
+    assert set(result["meanfield_over_feedforward"]) == {"parse_beam1", "parse_beam2", "train"}
+    assert spacy.load(tmp_path / "model").get_pipe("isbn_parser").model.attrs["approximation"] \
+        == "feedforward"

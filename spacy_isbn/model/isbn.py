@@ -343,21 +343,24 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             continue
         a = pre.copy()
         decided = _step_decisions(dec, batch, t, slots)
-        n_slots = max([int(slots[key][:, t].max()) + 1 for key in decided] or [0])
+        step_slots = {key: slots[key][:, t] for key in decided}
+        n_slots = max([int(s.max()) + 1 for s in step_slots.values()] or [0])
         for k in range(n_slots):
             mu = _sigmoid(a)
-            for key in decided:
-                at_k = slots[key][:, t] == k
-                M[key][at_k, t] = mu[at_k]
-            # re-estimate the means of the steps that made a decision at slot k
-            rows = numpy.nonzero(numpy.any([slots[key][:, t] == k for key in decided], axis=0))[0]
+            # the decisions at slot k are scored with the means so far ...
+            at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_slots.items()]
+            at_k = [(key, r) for key, r in at_k if len(r)]
+            for key, r in at_k:
+                M[key][r, t] = mu[r]
+            # ... and then their steps' means are re-estimated
+            rows = numpy.sort(numpy.concatenate([r for _, r in at_k]))
             position = numpy.full(B, -1)
             position[rows] = numpy.arange(len(rows))
             observed = [ob for key, groups in decided.items()
-                        for ob in _restrict(groups, slots[key][:, t], k, position)]
+                        for ob in _restrict(groups, step_slots[key], k, position)]
             a[rows], tape = meanfield.solve(a[rows], pre[rows], observed, iterations,
                                             keep_tape=is_train)
-            tapes[t].append((rows, tape))
+            tapes[t].append((rows, tape, at_k))
         Hs[:, t] = _sigmoid(a)
     Hs *= batch.valid[..., None]
 
@@ -424,15 +427,13 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             dpre = dHs[:, t] * h * (1.0 - h)
             if meanfield_on:
                 d_eta = numpy.zeros_like(dpre)
-                for k in range(len(tapes[t]) - 1, -1, -1):
-                    rows, tape = tapes[t][k]
+                for rows, tape, at_k in reversed(tapes[t]):
                     d_a, d_eta_k = meanfield.solve_backward(tape, dpre[rows], grads)
                     dpre[rows] = d_a
                     d_eta[rows] += d_eta_k
-                    for key in HEADS:
-                        at_k = slots[key][:, t] == k
-                        m = M[key][at_k, t]
-                        dpre[at_k] += dM[key][at_k, t] * m * (1.0 - m)
+                    for key, r in at_k:
+                        m = M[key][r, t]
+                        dpre[r] += dM[key][r, t] * m * (1.0 - m)
                 dpre += d_eta
             dpre *= batch.valid[:, t, None]
             dX[:, t] = dpre

@@ -185,13 +185,13 @@ def solve_backward(tape: Tape, d_a: numpy.ndarray, grads: Dict[str, numpy.ndarra
     for mu, q, alpha in reversed(tape.steps):
         # a' = (1 - alpha) a + alpha (eta + g(mu)),  g(mu) = sum_j W_j[d_j] - q_j(mu) W_j
         v = alpha * d_a
-        d_eta += v
+        d_eta += v  # the sum of the v's is also what the targets' rows of W receive
         u = v @ fused.W.T
         s = q * (u - fused.spread(fused.segment_sum(q * u)))
-        numpy.add.at(dW, fused.tgt_cols, v[fused.tgt_rows])
         dW -= q.T @ v + s.T @ mu
         db -= s.sum(axis=0)
         d_a = (1.0 - alpha) * d_a - mu * (1.0 - mu) * (s @ fused.W)
+    numpy.add.at(dW, fused.tgt_cols, d_eta[fused.tgt_rows])
     for ob, c0, K in zip(fused.observed, fused.starts, fused.sizes):
         W_name, b_name = ob.names
         grads[W_name][ob.lo: ob.lo + K] += dW[c0: c0 + K]

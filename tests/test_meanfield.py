@@ -104,8 +104,10 @@ def test_solution_matches_a_brute_force_maximiser():
         numpy.testing.assert_allclose(solved, mu[values[:-1].argmax()], atol=2e-3)
 
 
-@pytest.mark.parametrize("latent_edges", [True, False])
-def test_gradient_matches_finite_differences_in_float64(latent_edges):
+@pytest.mark.parametrize("latent_edges,big_head", [(True, 128), (False, 128), (True, 0)])
+def test_gradient_matches_finite_differences_in_float64(latent_edges, big_head, monkeypatch):
+    """big_head 0: bundles and forms take the path of big heads (their own products)."""
+    monkeypatch.setattr(meanfield, "BIG_HEAD", big_head)
     model, _, _, _, derivs = _model(3, dtype="float64", latent_edges=latent_edges)
     ll, grads = _run(model, derivs)
     rng = numpy.random.RandomState(0)
@@ -126,12 +128,14 @@ def test_gradient_matches_finite_differences_in_float64(latent_edges):
             assert grads[name][idx] == pytest.approx((up - down) / (2 * eps), abs=1e-6, rel=1e-5), name
 
 
-@pytest.mark.parametrize("features,latent_edges", [("rich", True), ("local", True),
-                                                   ("rich", False)])
-def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, latent_edges):
+@pytest.mark.parametrize("features,latent_edges,big_head", [
+    ("rich", True, 128), ("local", True, 128), ("rich", False, 128), ("rich", True, 0)])
+def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, latent_edges,
+                                                                    big_head, monkeypatch):
     """The batched training pass and the search's scorer (means re-estimated
     after each elementary decision, later states reading the final means)
     give the same log P(tree, words) for each gold derivation."""
+    monkeypatch.setattr(meanfield, "BIG_HEAD", big_head)
     model, lex, ext, toks, derivs = _model(3, features=features, latent_edges=latent_edges)
     ll, _ = model(DerivationBatch.from_derivations(derivs), is_train=False)
     ff_ll, _ = _setup(features=features, latent_edges=latent_edges)[0](

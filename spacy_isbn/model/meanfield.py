@@ -60,23 +60,42 @@ def _entropy(a, mu):
     return (softplus - mu * a).sum(axis=1)
 
 
+# unmasked heads with more decisions than this (a tag's word forms) are computed on their own
+BIG_HEAD = 128
+
+
 class _Fused:
-    """All observed heads of a solve as one block of columns, so that an
-    evaluation is a fixed handful of array operations however many heads
-    and rows there are: each head's rows of W side by side, a per-row mask of
-    the columns that row's decisions normalise over, and segmented
-    (``reduceat``) softmaxes, one segment per head."""
+    """The observed heads of a solve, evaluated with a fixed handful of array
+    operations however many heads and rows there are: the small heads' rows
+    of W side by side, a per-row mask of the columns each row's decisions
+    normalise over, and segmented (``reduceat``) softmaxes, one segment per
+    head.  Big heads (a tag's word forms) each get their own product over
+    their own rows, so no row pays for the forms of other tags."""
 
     def __init__(self, n: int, observed: List[Observed]):
-        self.observed = observed
-        sizes = [ob.W.shape[0] for ob in observed]
+        self.n = n
+        big = [ob.mask is None and ob.W.shape[0] > BIG_HEAD for ob in observed]
+        self.big = [ob for ob, b in zip(observed, big) if b]
+        self.observed = [ob for ob, b in zip(observed, big) if not b]
+        nH = observed[0].W.shape[1]
+        dtype = observed[0].W.dtype
+        self.target_W = numpy.zeros((n, nH), dtype=dtype)
+        for ob in observed:  # a head's rows are distinct
+            self.target_W[ob.rows] += ob.W[ob.target]
+        self.dW_big = [numpy.zeros_like(ob.W) for ob in self.big]
+        self.db_big = [numpy.zeros_like(ob.b) for ob in self.big]
+        sizes = [ob.W.shape[0] for ob in self.observed]
         self.starts = numpy.cumsum([0] + sizes[:-1]).astype("int64")
-        self.sizes = numpy.asarray(sizes)
-        self.W = numpy.concatenate([ob.W for ob in observed])
-        self.b = numpy.concatenate([ob.b for ob in observed])
+        self.sizes = numpy.asarray(sizes, dtype="int64")
+        if not self.observed:
+            self.W = numpy.zeros((0, nH), dtype=dtype)
+            self.b = numpy.zeros(0, dtype=dtype)
+            return
+        self.W = numpy.concatenate([ob.W for ob in self.observed])
+        self.b = numpy.concatenate([ob.b for ob in self.observed])
         self.allowed = numpy.zeros((n, len(self.b)), dtype=bool)
         tgt_rows, tgt_cols, tgt_seg = [], [], []
-        for g, (ob, c0, K) in enumerate(zip(observed, self.starts, sizes)):
+        for g, (ob, c0, K) in enumerate(zip(self.observed, self.starts, sizes)):
             self.allowed[ob.rows, c0: c0 + K] = True if ob.mask is None else ob.mask
             tgt_rows.append(ob.rows)
             tgt_cols.append(ob.target + c0)
@@ -84,9 +103,6 @@ class _Fused:
         self.tgt_rows = numpy.concatenate(tgt_rows)
         self.tgt_cols = numpy.concatenate(tgt_cols)
         self.tgt_seg = numpy.concatenate(tgt_seg)
-        self.target_W = numpy.zeros((n, self.W.shape[1]), dtype=self.W.dtype)
-        for ob in observed:  # a head's rows are distinct
-            self.target_W[ob.rows] += ob.W[ob.target]
 
     def segment_sum(self, x):
         return numpy.add.reduceat(x, self.starts, axis=1)
@@ -95,28 +111,65 @@ class _Fused:
         """(n, segments) -> (n, columns)."""
         return numpy.repeat(x, self.sizes, axis=1)
 
-    def distributions(self, mu):
-        """q (n, columns; zero outside a row's decisions) and the log-prob of
-        each observed decision."""
-        z = numpy.where(self.allowed, mu @ self.W.T + self.b, -numpy.inf)
-        mx = numpy.maximum.reduceat(z, self.starts, axis=1)
-        mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
-        e = numpy.exp(z - self.spread(mx))
-        total = self.segment_sum(e)
-        q = e / self.spread(numpy.where(total > 0, total, 1.0))
-        r, c, g = self.tgt_rows, self.tgt_cols, self.tgt_seg
-        logp = z[r, c] - mx[r, g] - numpy.log(total[r, g])
-        return q, logp
+    def expectations(self, mu):
+        """The decision distributions (kept for the backward pass), each
+        row's summed log-prob of its decisions, and sum_j E_{q_j}[W_j] per row."""
+        logp_sum = numpy.zeros(self.n, dtype="float64")
+        expected = numpy.zeros_like(self.target_W)
+        q_small = None
+        if self.observed:
+            z = numpy.where(self.allowed, mu @ self.W.T + self.b, -numpy.inf)
+            mx = numpy.maximum.reduceat(z, self.starts, axis=1)
+            mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
+            e = numpy.exp(z - self.spread(mx))
+            total = self.segment_sum(e)
+            q_small = e / self.spread(numpy.where(total > 0, total, 1.0))
+            r, c, g = self.tgt_rows, self.tgt_cols, self.tgt_seg
+            logp_sum += numpy.bincount(r, z[r, c] - mx[r, g] - numpy.log(total[r, g]),
+                                       minlength=self.n)
+            expected += q_small @ self.W
+        q_big = []
+        for ob in self.big:
+            z = mu[ob.rows] @ ob.W.T + ob.b
+            mx = z.max(axis=1, keepdims=True)
+            e = numpy.exp(z - mx)
+            total = e.sum(axis=1, keepdims=True)
+            q = e / total
+            logp_sum[ob.rows] += (z[numpy.arange(len(ob.rows)), ob.target] - mx[:, 0]
+                                  - numpy.log(total[:, 0]))
+            expected[ob.rows] += q @ ob.W
+            q_big.append(q)
+        return (q_small, q_big), logp_sum, expected
+
+    def backward(self, mu, qs, v, dW, db):
+        """d mu of ``v . g(mu)`` (g = sum_j W_j[d_j] - E_{q_j}[W_j]); the head
+        weights' gradients, but for the targets' rows, go to ``dW``/``db``
+        (small heads) and to ``self.dW_big``/``self.db_big``."""
+        q_small, q_big = qs
+        d_mu = numpy.zeros_like(v)
+        if q_small is not None:
+            u = v @ self.W.T
+            s = q_small * (u - self.spread(self.segment_sum(q_small * u)))
+            dW -= q_small.T @ v + s.T @ mu
+            db -= s.sum(axis=0)
+            d_mu -= s @ self.W
+        for ob, q, dW_g, db_g in zip(self.big, q_big, self.dW_big, self.db_big):
+            vr, mr = v[ob.rows], mu[ob.rows]
+            u = vr @ ob.W.T
+            s = q * (u - (q * u).sum(axis=1, keepdims=True))
+            dW_g -= q.T @ vr + s.T @ mr
+            db_g -= s.sum(axis=0)
+            d_mu[ob.rows] -= s @ ob.W
+        return d_mu
 
 
 def _evaluate(a, eta, fused: _Fused):
     """Objective, gradient dL/dmu and the decision distributions at ``a``."""
     mu = _sigmoid(a)
-    q, logp = fused.distributions(mu)
-    grad = eta - a + fused.target_W - q @ fused.W
-    value = _entropy(a, mu) + (mu * eta).sum(axis=1)
-    value += numpy.bincount(fused.tgt_rows, logp, minlength=len(a)).astype(a.dtype)
-    return mu, grad, value, q
+    qs, logp_sum, expected = fused.expectations(mu)
+    grad = eta - a + fused.target_W - expected
+    value = _entropy(a, mu) + (mu * eta).sum(axis=1) + logp_sum.astype(a.dtype)
+    return mu, grad, value, qs
 
 
 def objective(a, eta, observed: List[Observed]) -> numpy.ndarray:
@@ -182,18 +235,18 @@ def solve_backward(tape: Tape, d_a: numpy.ndarray, grads: Dict[str, numpy.ndarra
     fused = tape.fused
     dW = numpy.zeros_like(fused.W)
     db = numpy.zeros_like(fused.b)
-    for mu, q, alpha in reversed(tape.steps):
+    for mu, qs, alpha in reversed(tape.steps):
         # a' = (1 - alpha) a + alpha (eta + g(mu)),  g(mu) = sum_j W_j[d_j] - q_j(mu) W_j
         v = alpha * d_a
         d_eta += v  # the sum of the v's is also what the targets' rows of W receive
-        u = v @ fused.W.T
-        s = q * (u - fused.spread(fused.segment_sum(q * u)))
-        dW -= q.T @ v + s.T @ mu
-        db -= s.sum(axis=0)
-        d_a = (1.0 - alpha) * d_a - mu * (1.0 - mu) * (s @ fused.W)
-    numpy.add.at(dW, fused.tgt_cols, d_eta[fused.tgt_rows])
+        d_a = (1.0 - alpha) * d_a + mu * (1.0 - mu) * fused.backward(mu, qs, v, dW, db)
     for ob, c0, K in zip(fused.observed, fused.starts, fused.sizes):
-        W_name, b_name = ob.names
-        grads[W_name][ob.lo: ob.lo + K] += dW[c0: c0 + K]
-        grads[b_name][ob.lo: ob.lo + K] += db[c0: c0 + K]
+        dW_g, db_g = dW[c0: c0 + K], db[c0: c0 + K]
+        numpy.add.at(dW_g, ob.target, d_eta[ob.rows])
+        grads[ob.names[0]][ob.lo: ob.lo + K] += dW_g
+        grads[ob.names[1]][ob.lo: ob.lo + K] += db_g
+    for ob, dW_g, db_g in zip(fused.big, fused.dW_big, fused.db_big):
+        numpy.add.at(dW_g, ob.target, d_eta[ob.rows])
+        grads[ob.names[0]][ob.lo: ob.lo + len(ob.b)] += dW_g
+        grads[ob.names[1]][ob.lo: ob.lo + len(ob.b)] += db_g
     return d_a, d_eta

@@ -6,13 +6,11 @@ import pytest
 
 from spacy_isbn.model import meanfield
 from spacy_isbn.model.derivation import DerivationBatch
-from spacy_isbn.model.features import SentenceInputs
 from spacy_isbn.model.isbn import PARAMS, ISBNScorer
 from spacy_isbn.model.meanfield import Observed
-from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration, oracle_derivation
+from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration
 
-from .conftest import TINY_TREEBANK
-from .test_model import _setup
+from .test_model import _setup, gold_decisions, step_inputs
 
 
 def _model(iterations, dtype="float32", **kwargs):
@@ -142,23 +140,11 @@ def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, la
         DerivationBatch.from_derivations(derivs), is_train=False)
     assert not numpy.allclose(ll, ff_ll)
     scorer = ISBNScorer(model)
-    for (words, tags, heads, labels), tk, expected in zip(TINY_TREEBANK, toks, ll):
-        inputs = SentenceInputs(tk, lex)
-        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
-        decisions = oracle_derivation(gold, [0] + [lex.label_ids[x] for x in labels])
+    for (inputs, decisions), expected in zip(gold_decisions(lex, toks), ll):
         states = []
 
         def eta_of(config):
-            src = config.sources()
-            parents = numpy.concatenate([
-                states[s] if s >= 0 else numpy.zeros(scorer.nH, "float32") for s in src
-            ])[None, :]
-            feats = numpy.full((1, ext.width), -1, dtype="int32")
-            if states:
-                ext.extract(config, inputs, feats[0])
-            else:
-                feats[0, 0] = 0
-            return scorer.pre(parents, feats)
+            return scorer.pre(*step_inputs(config, states, inputs, ext, scorer.nH))
 
         def word(eta, a, prior, k, end_legal):
             """log P(word k | ...) and the logits once it is generated."""

@@ -107,29 +107,40 @@ def test_decision_distributions_sum_to_one(multiroot):
             config.apply(action, label)
 
 
+def gold_decisions(lex, toks):
+    """Per tiny-treebank sentence: its inputs and its gold decisions."""
+    for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
+        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
+        yield SentenceInputs(tk, lex), oracle_derivation(
+            gold, [0] + [lex.label_ids[x] for x in labels])
+
+
+def step_inputs(config, states, inputs, ext, nH):
+    """The parents (from the earlier ``states``) and features of the next
+    state of ``config``, as the search would hand them to the scorer (the
+    first state: the start decision only)."""
+    parents = numpy.concatenate([
+        states[s] if s >= 0 else numpy.zeros(nH, "float32") for s in config.sources()
+    ])[None, :]
+    feats = numpy.full((1, ext.width), -1, dtype="int32")
+    if states:
+        ext.extract(config, inputs, feats[0])
+    else:
+        feats[0, 0] = 0
+    return parents, feats
+
+
 def test_forward_log_likelihood_matches_step_scorer():
     """The batched training pass and the step-wise scorer used by the search
     give the same log P(tree, words) for each gold derivation."""
     model, lex, ext, toks, derivs = _setup()
     ll, _ = model(DerivationBatch.from_derivations(derivs), is_train=False)
     scorer = ISBNScorer(model)
-    for (words, tags, heads, labels), tk, expected in zip(TINY_TREEBANK, toks, ll):
-        inputs = SentenceInputs(tk, lex)
-        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
-        decisions = oracle_derivation(gold, [0] + [lex.label_ids[x] for x in labels])
+    for (inputs, decisions), expected in zip(gold_decisions(lex, toks), ll):
         states = []
 
         def state(config):
-            src = config.sources()
-            parents = numpy.concatenate([
-                states[s] if s >= 0 else numpy.zeros(scorer.nH, "float32") for s in src
-            ])[None, :]
-            feats = numpy.full((1, ext.width), -1, dtype="int32")
-            if states:
-                ext.extract(config, inputs, feats[0])
-            else:
-                feats[0, 0] = 0
-            states.append(scorer.states(parents, feats)[0])
+            states.append(scorer.states(*step_inputs(config, states, inputs, ext, scorer.nH))[0])
             config.register_state(len(states) - 1)
             return states[-1][None, :]
 

@@ -230,54 +230,14 @@ class BeamSearch:
             return scorer.refine(eta[rows], a, action=actions, action_mask=masks[rows],
                                  **decisions)
 
-        def final(rows, a) -> numpy.ndarray:
-            """Feed-forward: the step's pool ids; mean field: the means
-            themselves, pooled only if the hypothesis is expanded."""
-            return ids[rows] if ids is not None else scorer.means(a)
-
-        def no_states(*shape) -> numpy.ndarray:
-            if ids is not None:
-                return numpy.full(shape, -1, dtype="int64")
-            return numpy.zeros(shape + (scorer.nH,), dtype="float32")
-
-        # the means after each legal action (one solve for all of them)
         legal = [numpy.nonzero(masks[:, action])[0] for action in range(N_ACTIONS)]
-        bounds = numpy.cumsum([0] + [len(rows) for rows in legal])
-        a_all = after(numpy.repeat(numpy.arange(N_ACTIONS), bounds[1:] - bounds[:-1]),
-                      numpy.concatenate(legal))
-        a_after = [a_all[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
-        out = {"act": act_lp, "reduce_states": no_states(N)}
-        out["reduce_states"][legal[REDUCE]] = final(legal[REDUCE], a_after[REDUCE])
-        # arcs: label log-probs and the top-k labels, then the states after
-        # each of those (one solve for both directions)
-        K = min(self.label_top_k, self.scorer.nL)
-        arcs = []
-        for action, name in ((LEFT, "left"), (RIGHT, "right")):
-            rows = legal[action]
-            pair = scorer.arc_labels(scorer.means(a_after[action]), root_top[rows])
-            lab_lp = numpy.full((N, scorer.nL), NEG_INF)
-            lab_lp[rows] = pair[action == RIGHT]
-            top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
-            out[name], out[name + "_top"], out[name + "_states"] = lab_lp, top, no_states(N, K)
-            rep = numpy.repeat(numpy.arange(len(rows)), K)
-            kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
-                                LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
-            arcs.append((name, rows, rows[rep], numpy.full(len(rep), action), a_after[action][rep],
-                         top[rows].reshape(-1), kinds))
-        cat = [numpy.concatenate(parts) for parts in list(zip(*arcs))[2:]]
-        rows_rep, actions, a_start, labels, kinds = cat
-        means = after(actions, rows_rep, a_start, label=labels, kind=kinds, right=actions == RIGHT)
-        states = final(rows_rep, means)
-        offset = 0
-        for name, rows, rep_rows, *_ in arcs:
-            block = out[name + "_states"]
-            block[rows] = states[offset: offset + len(rep_rows)].reshape(block[rows].shape)
-            offset += len(rep_rows)
-        # shift: the next word, or end of sentence
-        rows = legal[SHIFT]
-        a_shift = eta.copy()
-        a_shift[rows] = a_after[SHIFT]
-        tag_lp = scorer.tag_logprobs(scorer.means(a_shift), end_legal)
+        out = {"act": act_lp}
+        if scorer.meanfield:
+            a_shift = self._arcs_meanfield(eta, masks, root_top, legal, after, out)
+        else:
+            a_shift = eta
+            self._arcs_feedforward(H, masks, root_top, ids, out)
+        tag_lp = scorer.tag_logprobs(scorer.means(a_shift) if scorer.meanfield else H, end_legal)
         tag_lp[~masks[:, SHIFT]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
         shift_prior = {"action": numpy.full(N, SHIFT), "action_mask": masks}
@@ -305,6 +265,59 @@ class BeamSearch:
             first.row = rows[first.row]
             out["first"] = first
         return out
+
+    def _arcs_feedforward(self, H, masks, root_top, ids, out: dict) -> None:
+        """Label log-probs and top-k labels of arcs, and the states after arcs
+        and reduce: feed-forward, every decision reads the step's means (``ids``)."""
+        N, K = len(H), min(self.label_top_k, self.scorer.nL)
+        left, right = self.scorer.arc_labels(H, root_top)
+        for action, name, lab_lp in ((LEFT, "left", left), (RIGHT, "right", right)):
+            lab_lp[~masks[:, action]] = NEG_INF
+            out[name] = lab_lp
+            out[name + "_top"] = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
+            out[name + "_states"] = numpy.broadcast_to(ids[:, None], (N, K))
+        out["reduce_states"] = ids
+
+    def _arcs_meanfield(self, eta, masks, root_top, legal, after, out: dict) -> numpy.ndarray:
+        """:meth:`_arcs_feedforward` with mean field: the means re-estimated
+        after each legal action (one solve for all), labels scored with them,
+        then after each top-k label (one solve for both directions).  The
+        states are means, pooled only if their hypothesis is expanded.
+        Returns the logits after Shift (rows where it is legal)."""
+        scorer = self.scorer
+        N, K = len(eta), min(self.label_top_k, scorer.nL)
+        bounds = numpy.cumsum([0] + [len(rows) for rows in legal])
+        a_all = after(numpy.repeat(numpy.arange(N_ACTIONS), bounds[1:] - bounds[:-1]),
+                      numpy.concatenate(legal))
+        a_after = [a_all[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+        out["reduce_states"] = numpy.zeros((N, scorer.nH), dtype="float32")
+        out["reduce_states"][legal[REDUCE]] = scorer.means(a_after[REDUCE])
+        arcs = []
+        for action, name in ((LEFT, "left"), (RIGHT, "right")):
+            rows = legal[action]
+            pair = scorer.arc_labels(scorer.means(a_after[action]), root_top[rows])
+            lab_lp = numpy.full((N, scorer.nL), NEG_INF)
+            lab_lp[rows] = pair[action == RIGHT]
+            top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
+            out[name], out[name + "_top"] = lab_lp, top
+            out[name + "_states"] = numpy.zeros((N, K, scorer.nH), dtype="float32")
+            rep = numpy.repeat(numpy.arange(len(rows)), K)
+            kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
+                                LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
+            arcs.append((name, rows, rows[rep], numpy.full(len(rep), action), a_after[action][rep],
+                         top[rows].reshape(-1), kinds))
+        rows_rep, actions, a_start, labels, kinds = [numpy.concatenate(parts)
+                                                     for parts in list(zip(*arcs))[2:]]
+        states = scorer.means(after(actions, rows_rep, a_start, label=labels, kind=kinds,
+                                    right=actions == RIGHT))
+        offset = 0
+        for name, rows, rep_rows, *_ in arcs:
+            out[name + "_states"][rows] = states[offset: offset + len(rep_rows)].reshape(
+                len(rows), K, scorer.nH)
+            offset += len(rep_rows)
+        a_shift = eta.copy()
+        a_shift[legal[SHIFT]] = a_after[SHIFT]
+        return a_shift
 
     def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ids) -> _Candidates:
         """Candidates for generating a word from states ``eta`` whose logits
@@ -388,6 +401,9 @@ class BeamSearch:
         """(candidate index into the rows, bundle, log-prob so far) of each way
         to go on: a row's given bundle, or (bundle -1) its ``tag_top_k`` best."""
         lo = self.scorer.bundle_ranges[tag][0]
+        if bundles.min() >= 0:  # all given (pipeline tagging)
+            cand = numpy.arange(len(bundles))
+            return cand, bundles, base_lp + bundle_lp[cand, bundles - lo]
         k_fixed = numpy.nonzero(bundles >= 0)[0]
         k_free = numpy.nonzero(bundles < 0)[0]
         top = min(self.tag_top_k, bundle_lp.shape[1])
@@ -538,8 +554,8 @@ class BeamSearch:
                 if not ok.any():
                     continue
                 top, top_states = out[name + "_top"], out[name + "_states"]
-                total = (scores + act_lp[:, action])[:, None] + numpy.take_along_axis(
-                    out[name], top, axis=1)
+                total = (scores + act_lp[:, action])[:, None] + out[name][
+                    numpy.arange(len(top))[:, None], top]
                 for r in numpy.nonzero(ok)[0]:
                     for k in range(top.shape[1]):
                         sc = total[r, k]

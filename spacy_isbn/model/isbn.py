@@ -25,7 +25,7 @@ from thinc.types import Floats1d
 from ..transitions.arc_eager import LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, N_ACTIONS, N_RELATIONS, RIGHT
 from . import meanfield
 from .derivation import DerivationBatch
-from .meanfield import Observed
+from .meanfield import Observed, _sigmoid
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
 
@@ -96,10 +96,6 @@ def init(model: Model, X=None, Y=None) -> Model:
     model.set_param("Wf", normal(nV, nH))
     model.set_param("bf", ops.alloc1f(nV))
     return model
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + numpy.exp(-x))
 
 
 def _log_softmax(logits):
@@ -272,25 +268,30 @@ def _slots(batch: DerivationBatch) -> dict:
     }
 
 
+def _head_decisions(dec: Decisions, batch: DerivationBatch, key: str, b, t) -> List[Observed]:
+    """Head ``key``'s decisions at the (b, t) pairs; group rows index the pairs."""
+    rows = numpy.arange(len(b))
+    if key == "a":
+        return dec.action(rows, batch.action_mask[b, t], batch.action[b, t])
+    if key == "l":
+        return dec.label(rows, batch.label_kind[b, t], batch.action[b, t] == RIGHT,
+                         batch.label[b, t])
+    if key == "t":
+        return dec.tag(rows, batch.end_legal[b, t], batch.gen_tag[b, t])
+    if key == "b":
+        return dec.bundle(rows, batch.gen_tag[b, t], batch.gen_bundle[b, t])
+    return dec.form(rows, batch.gen_tag[b, t], batch.gen_form[b, t])
+
+
 def _step_decisions(dec: Decisions, batch: DerivationBatch, t: int, slots: dict) -> dict:
-    """head -> (slot per observed group row, observed groups) at step t."""
+    """head -> its observed groups at step t, rows numbered by sentence."""
     out = {}
     for key in HEADS:
-        rows = numpy.nonzero(slots[key][:, t] >= 0)[0]
-        if not rows.size:
-            continue
-        if key == "a":
-            groups = dec.action(rows, batch.action_mask[rows, t], batch.action[rows, t])
-        elif key == "l":
-            groups = dec.label(rows, batch.label_kind[rows, t],
-                               batch.action[rows, t] == RIGHT, batch.label[rows, t])
-        elif key == "t":
-            groups = dec.tag(rows, batch.end_legal[rows, t], batch.gen_tag[rows, t])
-        elif key == "b":
-            groups = dec.bundle(rows, batch.gen_tag[rows, t], batch.gen_bundle[rows, t])
-        else:
-            groups = dec.form(rows, batch.gen_tag[rows, t], batch.gen_form[rows, t])
-        out[key] = groups
+        b = numpy.nonzero(slots[key][:, t] >= 0)[0]
+        if b.size:
+            out[key] = _head_decisions(dec, batch, key, b, t)
+            for ob in out[key]:
+                ob.rows = b[ob.rows]
     return out
 
 
@@ -377,36 +378,17 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         "t": _Head(model, "Wt", "bt"), "b": _Head(model, "Wb", "bb"),
         "f": _Head(model, "Wf", "bf"),
     }
-    # actions
-    sel = numpy.nonzero(batch.action >= 0)
-    lp, bp = heads["a"].score(M["a"][sel], batch.action_mask[sel], batch.action[sel])
-    add("a", sel, lp, bp)
-    # labels: left arcs use the first nL rows, right arcs the second nL
-    sel = numpy.nonzero(batch.label >= 0)
-    if sel[0].size:
-        ob = dec.label(numpy.arange(sel[0].size), batch.label_kind[sel],
-                       batch.action[sel] == RIGHT, batch.label[sel])[0]
-        lp, bp = heads["l"].score(M["l"][sel], ob.mask, ob.target)
-        add("l", sel, lp, bp)
-    # tags (+ end of sentence)
-    nT = model.get_dim("nT")
-    sel = numpy.nonzero(batch.gen_tag >= 0)
-    tmask = numpy.ones((sel[0].size, nT + 1), dtype=bool)
-    tmask[:, nT] = batch.end_legal[sel]
-    lp, bp = heads["t"].score(M["t"][sel], tmask, batch.gen_tag[sel])
-    add("t", sel, lp, bp)
-    # bundles and forms: one contiguous range per tag
-    for key, target_arr, ranges in (
-        ("b", batch.gen_bundle, model.attrs["bundle_ranges"]),
-        ("f", batch.gen_form, model.attrs["form_ranges"]),
-    ):
-        has = target_arr >= 0
-        tags_here = numpy.unique(batch.gen_tag[has])
-        for tag in tags_here:
-            sel = numpy.nonzero(has & (batch.gen_tag == tag))
-            lo, hi = ranges[tag]
-            mask = numpy.ones((sel[0].size, hi - lo), dtype=bool)
-            lp, bp = heads[key].score(M[key][sel], mask, target_arr[sel] - lo, rows_lo=lo)
+    # every decision, one softmax per head (per tag for bundles and forms)
+    for key in HEADS:
+        b, t = numpy.nonzero(slots[key] >= 0)
+        if not b.size:
+            continue
+        for ob in _head_decisions(dec, batch, key, b, t):
+            sel = (b[ob.rows], t[ob.rows])
+            mask = ob.mask if ob.mask is not None else numpy.ones(
+                (len(ob.rows), len(ob.b)), dtype=bool)
+            lp, bp = heads[key].score(M[key][sel], mask, ob.target,
+                                      rows_lo=ob.lo if key in ("b", "f") else None)
             add(key, sel, lp, bp)
 
     def backprop(d_ll: Floats1d):

@@ -200,9 +200,10 @@ class BeamSearch:
     def _first_word(self, eta, groups: list, pool: _StatePool) -> _Candidates:
         """Candidates for sentences' first words from first states ``eta``;
         ``groups``: ``(rows, word)`` as in :meth:`_generate`."""
-        tag_lp = self.scorer.tag_logprobs(self.scorer.means(eta), numpy.zeros(len(eta), bool))
-        ids = None if self.scorer.meanfield else pool.add(self.scorer.means(eta))
-        return self._generate(eta, eta, tag_lp, groups, {}, numpy.zeros(len(eta), bool), ids)
+        H = self.scorer.means(eta)
+        tag_lp = self.scorer.tag_logprobs(H, numpy.zeros(len(eta), bool))
+        ff = None if self.scorer.meanfield else (H, pool.add(H))
+        return self._generate(eta, eta, tag_lp, groups, {}, numpy.zeros(len(eta), bool), ff)
 
     def _score(self, reqs: List["_Request"], pool: _StatePool) -> dict:
         """Decision log-probs and the resulting states of the hypotheses of
@@ -245,7 +246,7 @@ class BeamSearch:
         out["cont"] = self._generate(
             eta, a_shift, tag_lp, [(numpy.arange(lo, hi), r.next_word)
                                    for r, lo, hi in zip(reqs, starts, starts[1:])],
-            shift_prior, end_legal, ids)
+            shift_prior, end_legal, None if scorer.meanfield else (H, ids))
         # the hypotheses that may end their sentence here, grouped by request
         ending = [(lo + numpy.nonzero(end_lp[lo:hi] > NEG_INF)[0], r.start_word)
                   for r, lo, hi in zip(reqs, starts, starts[1:]) if r.start_word is not None]
@@ -254,10 +255,13 @@ class BeamSearch:
         if ending:
             rows = numpy.concatenate([g for g, _ in ending])
             # the END step's means are the next sentence's first input context
-            a_end = after(numpy.full(len(rows), SHIFT), rows, a_shift[rows],
-                          tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows])
+            context = H[rows]
+            if scorer.meanfield:
+                context = scorer.means(after(
+                    numpy.full(len(rows), SHIFT), rows, a_shift[rows],
+                    tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
             parents = numpy.zeros((len(rows), N_RELATIONS, scorer.nH), dtype="float32")
-            parents[:, INPUT_CONTEXT] = scorer.means(a_end)
+            parents[:, INPUT_CONTEXT] = context
             eta0 = scorer.pre(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
             sizes = numpy.cumsum([0] + [len(g) for g, _ in ending])
             first = self._first_word(eta0, [(numpy.arange(lo, hi), word) for (_, word), lo, hi
@@ -319,14 +323,14 @@ class BeamSearch:
         a_shift[legal[SHIFT]] = a_after[SHIFT]
         return a_shift
 
-    def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ids) -> _Candidates:
+    def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ff) -> _Candidates:
         """Candidates for generating a word from states ``eta`` whose logits
         are ``a`` once the decisions in ``prior`` (per row) are made;
         ``groups`` holds ``(rows, word)``: the states that all generate ``word``
         (``None``: no word).  A word is ``(tags, forms, bundle)``: the tags it
         may have, its form's output id under each, and its bundle (-1: search
-        over the bundles too).  ``ids``: the states' pool ids (feed-forward;
-        None with mean field, where each candidate has means of its own)."""
+        over the bundles too).  ``ff``: feed-forward, the states' means and
+        pool ids (None with mean field, where each candidate has means of its own)."""
         scorer = self.scorer
         rows, tags, forms, bundles = [], [], [], []
         for g_rows, word in groups:
@@ -353,13 +357,14 @@ class BeamSearch:
         if scorer.meanfield:
             return self._generate_meanfield(eta, a, tag_lp, rows, tags, forms, bundles, prior,
                                             end_legal)
+        H_all, ids = ff
         parts = []
         for tag in numpy.unique(tags):
             sel = numpy.nonzero(tags == tag)[0]
             r = rows[sel]
             tag = int(tag)
             # one state per row: the bundle and form distributions read it
-            H = scorer.means(a[r])
+            H = H_all[r]
             cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H, tag), tag,
                                                   bundles[sel], tag_lp[r, tag])
             lp += scorer.form_logprobs(H, tag, forms[sel])[cand]

@@ -164,7 +164,7 @@ def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, la
             lp += scorer.form_logprobs(scorer.means(a), t, [f])[0]
             return lp, scorer.refine(eta, a, form=one([f]), **dec)
 
-        config = Configuration(inputs.n)
+        config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
         eta = eta_of(config)
         total, a = word(eta, eta, {}, 0, False)
         states.append(scorer.means(a)[0])

@@ -78,12 +78,12 @@ def test_decision_distributions_sum_to_one(multiroot):
         inputs = SentenceInputs(tk, lex)
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
         decisions = oracle_derivation(gold, [0] + [lex.label_ids[x] for x in labels], multiroot)
-        config = Configuration(inputs.n, multiroot)
+        config = Configuration(inputs.n, multiroot, words=inputs.rows,
+                               states=ext.new_states(multiroot))
         rng = numpy.random.RandomState(1)
         for action, label in decisions:
             parents = rng.uniform(size=(1, N_RELATIONS * scorer.nH)).astype("float32")
-            feats = numpy.full((1, ext.width), -1, dtype="int32")
-            ext.extract(config, inputs, feats[0])
+            feats = config.features()[None, :]
             H = scorer.states(parents, feats)
             legal = config.legal_actions()
             act = numpy.exp(scorer.actions(H, numpy.array([legal])))[0]
@@ -124,7 +124,7 @@ def step_inputs(config, states, inputs, ext, nH):
     ])[None, :]
     feats = numpy.full((1, ext.width), -1, dtype="int32")
     if states:
-        ext.extract(config, inputs, feats[0])
+        feats[0] = config.features()
     else:
         feats[0, 0] = 0
     return parents, feats
@@ -144,7 +144,7 @@ def test_forward_log_likelihood_matches_step_scorer():
             config.register_state(len(states) - 1)
             return states[-1][None, :]
 
-        config = Configuration(inputs.n)
+        config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
         H = state(config)
         total = scorer.word(H, numpy.array([False]), inputs.gen_tag[0],
                             inputs.gen_bundle[0], inputs.gen_form[0])[0]

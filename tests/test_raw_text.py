@@ -171,8 +171,10 @@ def _forward_logprob(parser, doc, sentences, joint):
     for sent in sentences:
         inputs = SentenceInputs(records[sent.start: sent.start + len(sent.heads)], lex)
         if joint:
-            for tag, bundle in zip(sent.tags, sent.bundles):
-                inputs = inputs.with_word(parser.joint_tables, tag, bundle)
+            inputs.rows = numpy.stack([
+                parser.joint_tables.row(row[0], record, tag, bundle)
+                for row, record, tag, bundle in zip(inputs.rows, inputs.records, sent.tags,
+                                                    sent.bundles)])
             inputs.gen_tag = list(sent.tags)
             inputs.gen_bundle = list(sent.bundles)
             inputs.gen_form = [lex.form_id(t, r) for t, r in zip(sent.tags, inputs.records)]

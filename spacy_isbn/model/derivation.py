@@ -11,7 +11,8 @@ from typing import List, Sequence
 import numpy
 
 from ..transitions.arc_eager import (
-    INPUT_CONTEXT, LEFT, N_ACTIONS, N_RELATIONS, RIGHT, SHIFT, Configuration, oracle_derivation,
+    ACTION_NAMES, INPUT_CONTEXT, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_ACTIONS,
+    N_RELATIONS, RIGHT, SHIFT,
 )
 from .features import FeatureExtractor, SentenceInputs
 
@@ -45,46 +46,71 @@ def build_derivation(
     end_tag: int,
     multiroot: bool,
 ) -> Derivation:
-    """``gold_heads``/``gold_labels``: 1-based, index 0 unused, projective."""
-    decisions = oracle_derivation(gold_heads, gold_labels, multiroot)
+    """``gold_heads``/``gold_labels``: 1-based, index 0 unused, projective.
+    The oracle walks one compiled configuration, reading each step's
+    sources, features and Phi as the search does."""
     n = sent.n
-    T = len(decisions) + 1
-    feats = numpy.full((T, extractor.width), -1, dtype="int32")
-    src = numpy.full((T, N_RELATIONS), -1, dtype="int32")
-    action = numpy.full((T,), -1, dtype="int32")
-    action_mask = numpy.zeros((T, N_ACTIONS), dtype=bool)
-    label = numpy.full((T,), -1, dtype="int32")
-    label_kind = numpy.zeros((T,), dtype="int32")
-    gen_tag = numpy.full((T,), -1, dtype="int32")
-    end_legal = numpy.zeros((T,), dtype=bool)
-    gen_bundle = numpy.full((T,), -1, dtype="int32")
-    gen_form = numpy.full((T,), -1, dtype="int32")
+    states = extractor.states(multiroot)
+    heads = numpy.asarray(list(gold_heads) + [-1], dtype="int32")
+    limit = 4 * n + 5
+    feats = numpy.full((limit, extractor.width), -1, dtype="int32")
+    src = numpy.full((limit, N_RELATIONS), -1, dtype="int32")
+    action = numpy.full((limit,), -1, dtype="int32")
+    masks = numpy.zeros((limit, N_ACTIONS), dtype="uint8")
+    label = numpy.full((limit,), -1, dtype="int32")
+    label_kind = numpy.zeros((limit,), dtype="int32")
+    gen_tag = numpy.full((limit,), -1, dtype="int32")
+    end_legal = numpy.zeros((limit,), dtype="uint8")
+    gen_bundle = numpy.full((limit,), -1, dtype="int32")
+    gen_form = numpy.full((limit,), -1, dtype="int32")
+    allowed = numpy.zeros((1, N_ACTIONS), dtype="uint8")
+    root_top = numpy.zeros(1, dtype="uint8")
+    no = numpy.zeros(1, dtype="uint8")
     # state 0: the initial decision generates word 1 from an empty history
     feats[0, 0] = 0
     gen_tag[0], gen_bundle[0], gen_form[0] = sent.gen_tag[0], sent.gen_bundle[0], sent.gen_form[0]
-    config = Configuration(n, multiroot)
-    config.register_state(0)
-    for t, (act, lab) in enumerate(decisions, start=1):
-        src[t] = config.sources()
-        extractor.extract(config, sent, feats[t])
-        action[t] = act
-        action_mask[t] = config.legal_actions()
-        if act in (LEFT, RIGHT):
-            label[t] = lab
-            label_kind[t] = config.label_kind(act)
-        elif act == SHIFT:
-            end_legal[t] = config.end_is_legal()
-            nxt = config.front  # 1-based word being shifted; the next one is generated
-            if nxt < n:
-                gen_tag[t] = sent.gen_tag[nxt]
-                gen_bundle[t] = sent.gen_bundle[nxt]
-                gen_form[t] = sent.gen_form[nxt]
+    handle = states.start(numpy.zeros(1, "int32"), sent.rows[:1])
+    try:
+        front, t = 1, 0
+        while front <= n:
+            t += 1
+            if t >= limit:
+                raise ValueError("oracle did not terminate")
+            states.describe(handle, no, src[t: t + 1], feats[t: t + 1], masks[t: t + 1], allowed,
+                            end_legal[t: t + 1], root_top)
+            act = states.oracle(handle[0], heads)
+            if not masks[t, act]:
+                raise ValueError(
+                    f"tree is not derivable by arc-eager ({ACTION_NAMES[act]} illegal): "
+                    "is it projective with the right number of roots?")
+            action[t] = act
+            lab = -1
+            if act in (LEFT, RIGHT):
+                lab = gold_labels[front if act == RIGHT else states.stack(handle[0])[-1]]
+                label[t] = lab
+                label_kind[t] = LABELS_LEFT if act == LEFT else (
+                    LABELS_ROOT if root_top[0] else LABELS_RIGHT)
+            if act == SHIFT:
+                if front < n:  # the next word is generated; after the last, END
+                    gen_tag[t] = sent.gen_tag[front]
+                    gen_bundle[t] = sent.gen_bundle[front]
+                    gen_form[t] = sent.gen_form[front]
+                else:
+                    gen_tag[t] = end_tag
             else:
-                gen_tag[t] = end_tag
-        config.register_state(t)
-        config.apply(act, lab)
-    return Derivation(feats, src, action, action_mask, label, label_kind, gen_tag,
-                      end_legal, gen_bundle, gen_form, n)
+                end_legal[t] = 0
+            states.advance(handle[0], act, lab, t, sent.rows[front] if act == SHIFT and front < n
+                           else None)
+            front += act == SHIFT
+        got = states.tree(handle[0], n)[0]
+    finally:
+        states.release(handle)
+    if any(got[i - 1] != gold_heads[i] for i in range(1, n + 1)):
+        raise ValueError("tree is not derivable by arc-eager: is it projective?")
+    T = t + 1
+    return Derivation(feats[:T], src[:T], action[:T], masks[:T].astype(bool), label[:T],
+                      label_kind[:T], gen_tag[:T], end_legal[:T].astype(bool), gen_bundle[:T],
+                      gen_form[:T], n)
 
 
 def chain_derivations(derivs: List[Derivation]) -> Derivation:

@@ -9,10 +9,10 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy
 
-from ..transitions.arc_eager import LEFT, REDUCE, RIGHT, SHIFT, Configuration
-from .lexicon import NONE, ROOT, UNK, Lexicon, TokenRecord
+from ..transitions._arc_eager import MAX_NODE_FEATS, WORD_ROW_WIDTH, ArcEagerStates
+from .lexicon import UNK, Lexicon, TokenRecord
 
-MAX_FEATS = 8  # morphological features read per node (the rest are dropped)
+MAX_FEATS = MAX_NODE_FEATS  # morphological features read per node (the rest are dropped)
 
 FEATURE_SETS: Dict[str, Tuple[str, ...]] = {
     # only the top of the stack and the front of the queue (the paper's LF)
@@ -47,57 +47,29 @@ def parse_templates(spec: str) -> Tuple[Tuple[str, str], ...]:
 
 
 class SentenceInputs:
-    """One sentence's input ids per node (index 0 = the root node).
+    """A segment's words as the configurations read them: one row per token
+    (:meth:`row`: form, tag, pos input ids, the generated tag and bundle, the
+    feature ids), and the output ids each word is generated with.
 
-    With joint tagging the tags are not inputs: each search hypothesis holds
-    its own copy whose tag, POS and feature ids are filled in as it generates
-    the words (:meth:`with_word`)."""
+    With joint tagging the tag, POS and features of a row are not inputs:
+    the search sets them per hypothesis as it chooses tags
+    (:meth:`JointTables.row`)."""
 
-    __slots__ = ("n", "records", "form", "tag", "pos", "feats", "gen_tag", "gen_bundle",
-                 "gen_form", "out_tag", "out_bundle")
+    __slots__ = ("n", "records", "rows", "gen_tag", "gen_bundle", "gen_form")
 
     def __init__(self, tokens: Sequence[TokenRecord], lex: Lexicon):
         self.n = len(tokens)
         self.records = list(tokens)
-        self.out_tag: List[int] = []
-        self.out_bundle: List[int] = []
-        self.form = [ROOT] + [lex.input_id("form", t.form) for t in tokens]
-        self.tag = [ROOT] + [lex.input_id("tag", t.tag) for t in tokens]
-        self.pos = [ROOT] + [lex.input_id("pos", t.pos) for t in tokens]
-        self.feats = [[ROOT]] + [
-            [lex.input_id("feats", f) for f in t.feats[:MAX_FEATS]] for t in tokens
-        ]
         outs = [lex.output_ids(t) for t in tokens]
         self.gen_tag = [o[0] for o in outs]
         self.gen_bundle = [o[1] for o in outs]
         self.gen_form = [o[2] for o in outs]
-
-    def tail(self, offset: int) -> "SentenceInputs":
-        """The inputs of the words from token ``offset`` on, as a sentence of its own."""
-        new = SentenceInputs.__new__(SentenceInputs)
-        new.n = self.n - offset
-        for name in ("form", "tag", "pos", "feats"):
-            seq = getattr(self, name)
-            setattr(new, name, seq[:1] + seq[offset + 1:])
-        for name in ("records", "gen_tag", "gen_bundle", "gen_form"):
-            setattr(new, name, getattr(self, name)[offset:])
-        new.out_tag, new.out_bundle = [], []
-        return new
-
-    def with_word(self, tables: "JointTables", tag: int, bundle: int) -> "SentenceInputs":
-        """A copy in which the next word (number ``len(out_tag) + 1``) has
-        output tag ``tag`` and bundle ``bundle``, its input ids set accordingly."""
-        new = SentenceInputs.__new__(SentenceInputs)
-        new.n, new.records, new.form = self.n, self.records, self.form
-        new.gen_tag, new.gen_bundle, new.gen_form = self.gen_tag, self.gen_bundle, self.gen_form
-        node = len(self.out_tag) + 1
-        new.out_tag = self.out_tag + [tag]
-        new.out_bundle = self.out_bundle + [bundle]
-        new.tag, new.pos, new.feats = self.tag[:], self.pos[:], self.feats[:]
-        new.tag[node] = tables.tag_input[tag]
-        new.pos[node] = tables.pos_input(tag, bundle, self.records[node - 1].form)
-        new.feats[node] = tables.feats_input[bundle]
-        return new
+        self.rows = numpy.full((self.n, WORD_ROW_WIDTH), -1, dtype="int32")
+        for i, t in enumerate(tokens):
+            feats = [lex.input_id("feats", f) for f in t.feats[:MAX_FEATS]]
+            self.rows[i, :5] = (lex.input_id("form", t.form), lex.input_id("tag", t.tag),
+                                lex.input_id("pos", t.pos), self.gen_tag[i], self.gen_bundle[i])
+            self.rows[i, 5: 5 + len(feats)] = feats
 
 
 class JointTables:
@@ -123,6 +95,15 @@ class JointTables:
             self._pos[key] = self.lex.input_id("pos", self.pos_string(tag, bundle, form))
         return self._pos[key]
 
+    def row(self, form_input: int, record: TokenRecord, tag: int, bundle: int) -> numpy.ndarray:
+        """The word row of ``record`` generated with output ``tag`` and ``bundle``."""
+        row = numpy.full(WORD_ROW_WIDTH, -1, dtype="int32")
+        feats = self.feats_input[bundle]
+        row[:5] = (form_input, self.tag_input[tag], self.pos_input(tag, bundle, record.form),
+                   tag, bundle)
+        row[5: 5 + len(feats)] = feats
+        return row
+
     def candidates(self, record: TokenRecord) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The tags a word may have (those it was seen with if it is a known
         form, else all) and its form's output id under each."""
@@ -146,6 +127,7 @@ class FeatureExtractor:
             offset += lex.input_size(attr) if attr != "dep" else lex.n_labels + 3
             self.width += MAX_FEATS if attr == "feats" else 1
         self.n_rows = offset
+        self._states: Dict[str, ArcEagerStates] = {}
 
     def columns(self) -> List[List[int]]:
         """(first row, number of rows) of the embedding table each id column reads."""
@@ -154,6 +136,48 @@ class FeatureExtractor:
         for (addr, attr), lo, hi in zip(self.templates, self.offsets, ends):
             out.extend([[lo, hi - lo]] * (MAX_FEATS if attr == "feats" else 1))
         return out
+
+    def states(self, multiroot: bool) -> ArcEagerStates:
+        """The arena of configurations whose features are these templates
+        (one per setting, kept: configurations are freed after use)."""
+        key = "multiroot" if multiroot else "single"
+        if key not in self._states:
+            self._states[key] = self.new_states(multiroot)
+        return self._states[key]
+
+    def new_states(self, multiroot: bool) -> ArcEagerStates:
+        """A fresh arena of configurations whose features are these templates."""
+        return ArcEagerStates([ADDRESSES.index(a) for a, _ in self.templates],
+                              [ATTRIBUTES.index(t) for _, t in self.templates],
+                              self.offsets, self.n_labels, multiroot)
+
+    def form_columns(self) -> List[Tuple[int, int]]:
+        """(column, id of the unknown form) of each word-form template."""
+        out, column = [], 1
+        for (addr, attr), offset in zip(self.templates, self.offsets):
+            if attr == "form":
+                out.append((column, offset + UNK))
+            column += MAX_FEATS if attr == "feats" else 1
+        return out
+
+    @property
+    def n_decisions(self) -> int:
+        """Values of the previous decision: start, shift, reduce, left/right labels."""
+        return 3 + 2 * self.n_labels
+
+    def states(self, multiroot: bool) -> ArcEagerStates:
+        """The arena of configurations whose features are these templates
+        (one per setting, kept: configurations are freed after use)."""
+        key = "multiroot" if multiroot else "single"
+        if key not in self._states:
+            self._states[key] = self.new_states(multiroot)
+        return self._states[key]
+
+    def new_states(self, multiroot: bool) -> ArcEagerStates:
+        """A fresh arena of configurations whose features are these templates."""
+        return ArcEagerStates([ADDRESSES.index(a) for a, _ in self.templates],
+                              [ATTRIBUTES.index(t) for _, t in self.templates],
+                              self.offsets, self.n_labels, multiroot)
 
     def form_columns(self) -> List[Tuple[int, int]]:
         """(column, id of the unknown form) of each word-form template."""
@@ -177,43 +201,3 @@ class FeatureExtractor:
         if action == REDUCE:
             return 2
         return 3 + label + (self.n_labels if action == RIGHT else 0)
-
-    def extract(self, c: Configuration, sent: SentenceInputs, out: numpy.ndarray) -> None:
-        """Fill ``out`` (width ints) with the feature ids of configuration ``c``;
-        -1 marks an unused slot."""
-        out[0] = self.decision_id(c.prev_action, c.labels[c.front] if c.prev_action == RIGHT
-                                  else (c.labels[c.popped] if c.prev_action == LEFT else -1))
-        s0 = c.stack[-1]
-        front = c.front if c.front <= c.n else -1
-        nodes = {
-            "S0": s0,
-            "S1": c.stack[-2] if len(c.stack) > 1 else -1,
-            "I0": front,
-            "hS0": c.heads[s0] if s0 > 0 else -1,
-            "lcS0": c.lchild[s0],
-            "rcS0": c.rchild[s0],
-            "lcI0": c.lchild[front] if front > 0 else -1,
-        }
-        j = 1
-        for (addr, attr), offset in zip(self.templates, self.offsets):
-            node = nodes[addr]
-            if attr == "feats":
-                vals = sent.feats[node] if node >= 0 else [NONE]
-                k = 0
-                for v in vals:
-                    out[j + k] = offset + v
-                    k += 1
-                while k < MAX_FEATS:
-                    out[j + k] = -1
-                    k += 1
-                j += MAX_FEATS
-                continue
-            if node < 0:
-                val = NONE
-            elif attr == "dep":
-                lab = c.labels[node] if node > 0 else -1
-                val = ROOT if node == 0 else (UNK if lab < 0 else lab + 3)
-            else:
-                val = getattr(sent, attr)[node]
-            out[j] = offset + val
-            j += 1

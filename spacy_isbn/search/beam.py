@@ -3,8 +3,7 @@
 As in Titov & Henderson (2007): the beam is pruned after each Shift (all
 surviving hypotheses have generated the same words), search between shifts
 is best-first, and only the ``label_top_k`` best labels are expanded after an
-arc decision.  The latent states of all hypotheses expanded together are
-computed as one matrix.  Beam width 1 is greedy search.
+arc decision.  Beam width 1 is greedy search.
 
 A segment is a run of tokens searched as a whole: a doc, with its sentence
 boundaries where they are known.  Where they are not, the model decides them:
@@ -18,21 +17,35 @@ Words are generated as given by the Doc (pipeline tags) or, with joint
 tagging, the search expands the ``tag_top_k`` most likely tags of each word
 (those it was seen with when it is a known form) and their ``tag_top_k`` most
 likely morphological bundles, so tags and tree come out of one search.
+
+All segments are searched in lockstep, and nothing is done per hypothesis in
+Python: configurations live in the compiled arena (:mod:`..transitions._arc_eager`),
+the pending and shifted hypotheses of all segments are columns of arrays
+(:class:`_Items`), each round pops, scores and prunes all of them with a
+fixed number of array operations, and the latent states of a round are one
+matrix.  Memory follows the live hypotheses: configurations are freed when
+their word step ends, the state pool is compacted to the states live
+configurations link to, and a sentence whose end the model has to find is
+closed at ``max_sentence_length`` words at the latest.
 """
-import gc
-import heapq
+import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
 from ..model.features import FeatureExtractor, JointTables, SentenceInputs
 from ..model.isbn import ISBNScorer
+from ..transitions._arc_eager import WORD_ROW_WIDTH
 from ..transitions.arc_eager import (
     INPUT_CONTEXT, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_ACTIONS, N_RELATIONS, REDUCE,
-    RIGHT, SHIFT, Configuration,
+    RIGHT, SHIFT,
 )
+
 NEG_INF = -numpy.inf
+# outcomes of a Shift: the sentence goes on, the segment's last sentence ends,
+# a sentence ends and the next one starts
+CONT, END, NEXT = 0, 1, 2
 
 
 @dataclass
@@ -53,29 +66,22 @@ class SegmentParse:
     kbest: List[Tuple[float, List[ParsedSentence]]]  # the final beam, best first
 
 
-class _Hyp:
-    __slots__ = ("score", "config", "words", "offset", "sent_start_score", "done")
-
-    def __init__(self, score, config, words, offset, sent_start_score, done):
-        self.score = score
-        self.config = config
-        self.words = words  # the current sentence's inputs (own copy with joint tagging)
-        self.offset = offset  # segment offset of the current sentence's first word
-        self.sent_start_score = sent_start_score
-        self.done = done  # linked list of finished sentences: (prev, ParsedSentence)
-
-
 class _StatePool:
-    """Latent states of all hypotheses of a search, addressed by int ids."""
+    """Latent states (means) of the search, addressed by int ids; compacted
+    to the states still linked to (:meth:`compact`)."""
 
     def __init__(self, width: int):
-        self.data = numpy.zeros((256, width), dtype="float32")
+        self.data = numpy.zeros((1024, width), dtype="float32")
         self.size = 0
+        self.live = 0  # size after the last compaction
 
     def add(self, H: numpy.ndarray) -> numpy.ndarray:
         n = H.shape[0]
-        while self.size + n > self.data.shape[0]:
-            self.data = numpy.concatenate([self.data, numpy.zeros_like(self.data)])
+        if self.size + n > self.data.shape[0]:
+            grown = numpy.zeros((max(2 * self.data.shape[0], self.size + n), self.data.shape[1]),
+                                dtype="float32")
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
         ids = numpy.arange(self.size, self.size + n)
         self.data[self.size: self.size + n] = H
         self.size += n
@@ -87,28 +93,62 @@ class _StatePool:
         P = self.data[numpy.where(ok, src, 0)] * ok[..., None]
         return P.reshape(src.shape[0], -1)
 
+    def compact(self, referenced: numpy.ndarray) -> numpy.ndarray:
+        """Keep only the ``referenced`` ids; returns old id -> new id (-1: dropped)."""
+        keep = numpy.unique(referenced[referenced >= 0])
+        mapping = numpy.full(self.size + 1, -1, dtype="int32")
+        mapping[keep] = numpy.arange(len(keep), dtype="int32")
+        self.data[: len(keep)] = self.data[keep]
+        self.size = self.live = len(keep)
+        return mapping
+
+
+class _Items:
+    """Rows of named, equally long arrays: hypotheses, pending decisions,
+    shifted candidates."""
+
+    def __init__(self, **columns: numpy.ndarray):
+        self.__dict__.update(columns)
+        self._names = tuple(columns)
+
+    def __len__(self) -> int:
+        return len(getattr(self, self._names[0]))
+
+    def take(self, idx) -> "_Items":
+        return _Items(**{k: getattr(self, k)[idx] for k in self._names})
+
+    @staticmethod
+    def concat(parts: List["_Items"]) -> "_Items":
+        names = parts[0]._names
+        return _Items(**{k: numpy.concatenate([getattr(p, k) for p in parts]) for k in names})
+
+
+def _top_per_group(group, score, seq, k) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """Indices sorted by group, best score first (ties: lower ``seq``), and
+    each one's rank in its group; keep ``rank < k`` for the k best per group."""
+    order = numpy.lexsort((seq, -score, group))
+    g = group[order]
+    new = numpy.ones(len(g), dtype=bool)
+    new[1:] = g[1:] != g[:-1]
+    starts = numpy.flatnonzero(new)
+    rank = numpy.arange(len(g)) - numpy.repeat(starts, numpy.diff(numpy.append(starts, len(g))))
+    return order, rank
+
 
 class _Candidates:
-    """Ways to generate a word, flattened over rows: (row, log-prob, tag,
-    bundle, state: the means once the word is generated, see :func:`_pool_ids`)."""
+    """Ways to generate a word: per candidate the position of its state in
+    the request (``pos``), log-prob, tag, bundle and the pool id of the means
+    once the word is generated."""
 
-    __slots__ = ("row", "lp", "tag", "bundle", "state")
+    __slots__ = ("pos", "lp", "tag", "bundle", "state")
 
-    def __init__(self, row, lp, tag, bundle, state):
-        self.row, self.lp, self.tag, self.bundle, self.state = row, lp, tag, bundle, state
+    def __init__(self, pos, lp, tag, bundle, state):
+        self.pos, self.lp, self.tag, self.bundle, self.state = pos, lp, tag, bundle, state
 
     @classmethod
-    def concat(cls, parts: List["_Candidates"]) -> "_Candidates":
-        parts = [p for p in parts if len(p.row)]
-        if not parts:
-            empty = numpy.zeros(0, dtype="int64")
-            return cls(empty, numpy.zeros(0), empty, empty, empty)
-        return cls(*(numpy.concatenate([getattr(p, k) for p in parts]) for k in cls.__slots__))
-
-    def rows(self, lo: int, hi: int) -> "_Candidates":
-        keep = (self.row >= lo) & (self.row < hi)
-        return _Candidates(self.row[keep] - lo, self.lp[keep], self.tag[keep], self.bundle[keep],
-                           self.state[keep])
+    def empty(cls) -> "_Candidates":
+        none = numpy.zeros(0, dtype="int64")
+        return cls(none, numpy.zeros(0), none, none, none)
 
 
 class BeamSearch:
@@ -123,6 +163,7 @@ class BeamSearch:
         joint: Optional[JointTables] = None,
         tag_top_k: int = 3,
         max_expansions: int = 0,
+        max_sentence_length: int = 512,
     ):
         self.scorer = scorer
         self.extractor = extractor
@@ -133,7 +174,10 @@ class BeamSearch:
         self.tag_top_k = max(1, tag_top_k)
         # hard cap on best-first pops per word, so no input can make search hang
         self.max_expansions = max_expansions or 10 * self.beam_width + 10
+        self.max_sentence_length = max(2, max_sentence_length)
         self.end_tag = scorer.nT
+        # seconds spent in the model's array work, and in all (see the benchmark)
+        self.timing = {"array_seconds": 0.0, "total_seconds": 0.0}
 
     def parse_many(
         self, segments: Sequence[Tuple[SentenceInputs, Sequence[Optional[bool]]]]
@@ -142,86 +186,42 @@ class BeamSearch:
 
         ``words``: a segment's inputs (node i = token i-1); ``ends[i]``: True
         if a sentence must end after token i, False if it must not, None if
-        the model decides (the last token always ends one).  Each search is a
-        generator that yields the hypotheses it needs scored; the states and
-        decision log-probs of all of them, across segments, are computed as
-        one matrix per round.
-
-        Python's cyclic garbage collector is paused meanwhile: the search
-        allocates many small objects but makes no reference cycles, and the
-        collector's passes over them cost about a third of the time."""
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
+        the model decides (the last token always ends one)."""
+        start = time.perf_counter()
+        search = _Search(self, segments)
         try:
-            return self._parse_many(segments)
+            return search.run()
         finally:
-            if gc_was_enabled:
-                gc.enable()
+            search.release()
+            self.timing["total_seconds"] += time.perf_counter() - start
 
-    def _parse_many(self, segments) -> List[SegmentParse]:
-        pool = self._pool = _StatePool(self.scorer.nH)
-        init_eta = self.scorer.pre(
-            numpy.zeros((1, N_RELATIONS * self.scorer.nH), "float32"), self._start_feats(1)
-        )
-        results: List[Optional[SegmentParse]] = [None] * len(segments)
-        searches = {}
-        requests = {}
-        for i, (words, ends) in enumerate(segments):
-            first = self._first_word(init_eta, [(numpy.arange(1), self._word(words, 0))], pool)
-            gen = self._search(words, ends, first)
-            try:
-                requests[i] = next(gen)
-                searches[i] = gen
-            except StopIteration as stop:
-                results[i] = stop.value
-        while requests:
-            keys = list(requests)
-            reqs = [requests[k] for k in keys]
-            scored = self._score(reqs, pool)
-            requests = {}
-            offset = 0
-            for k, req in zip(keys, reqs):
-                size = len(req.hyps)
-                part = {name: (arr.rows(offset, offset + size) if isinstance(arr, _Candidates)
-                               else arr[offset: offset + size]) for name, arr in scored.items()}
-                offset += size
-                try:
-                    requests[k] = searches[k].send(part)
-                except StopIteration as stop:
-                    results[k] = stop.value
-        return results
-
+    # -- the model's side: decision log-probs and states of a request ---------------
     def _start_feats(self, n: int) -> numpy.ndarray:
         """Features of a sentence's first state: the start decision only."""
         feats = numpy.full((n, self.extractor.width), -1, dtype="int32")
         feats[:, 0] = 0
         return feats
 
-    def _first_word(self, eta, groups: list, pool: _StatePool) -> _Candidates:
-        """Candidates for sentences' first words from first states ``eta``;
-        ``groups``: ``(rows, word)`` as in :meth:`_generate`."""
+    def _first_word(self, eta, rows, toks, words: "_Words", pool: _StatePool) -> _Candidates:
+        """Candidates for sentences' first words (tokens ``toks``) from the
+        first states ``eta[rows]``."""
         H = self.scorer.means(eta)
         tag_lp = self.scorer.tag_logprobs(H, numpy.zeros(len(eta), bool))
         ff = None if self.scorer.meanfield else (H, pool.add(H))
-        return self._generate(eta, eta, tag_lp, groups, {}, numpy.zeros(len(eta), bool), ff)
+        return self._generate(eta, eta, tag_lp, rows, toks, words, {},
+                              numpy.zeros(len(eta), bool), ff, pool)
 
-    def _score(self, reqs: List["_Request"], pool: _StatePool) -> dict:
-        """Decision log-probs and the resulting states of the hypotheses of
-        all requests: per arc (top-k labels), reduce and word candidate, the
-        means the next state reads (with mean field re-estimated after each
-        decision; feed-forward: the step's means, by pool id).  For
-        hypotheses that may end their sentence, also the next sentence's
-        candidates for its first word."""
+    def _score(self, req: dict, words: "_Words", pool: _StatePool) -> dict:
+        """Decision log-probs and the resulting states of a request's
+        configurations: per arc (top-k labels), reduce and word candidate, the
+        pool id of the means the next state reads (with mean field re-estimated
+        after each decision).  For configurations that may end their sentence,
+        also the next sentence's candidates for its first word."""
         scorer = self.scorer
-        src = numpy.concatenate([r.src for r in reqs])
-        feats = numpy.concatenate([r.feats for r in reqs])
-        eta = scorer.pre(pool.gather(src), feats)
+        masks, end_legal, root_top = req["masks"], req["end_legal"], req["root_top"]
+        eta = scorer.pre(pool.gather(req["src"]), req["feats"])
         H = scorer.means(eta)
         N = len(H)
-        masks = numpy.concatenate([r.masks for r in reqs])
-        end_legal = numpy.concatenate([r.end_legal for r in reqs])
-        root_top = numpy.concatenate([r.root_top for r in reqs])
-        starts = numpy.cumsum([0] + [len(r.hyps) for r in reqs])
         act_lp = scorer.actions(H, masks)
         ids = None if scorer.meanfield else pool.add(H)
 
@@ -234,26 +234,24 @@ class BeamSearch:
         legal = [numpy.nonzero(masks[:, action])[0] for action in range(N_ACTIONS)]
         out = {"act": act_lp}
         if scorer.meanfield:
-            a_shift = self._arcs_meanfield(eta, masks, root_top, legal, after, out)
+            a_shift = self._arcs_meanfield(eta, masks, root_top, legal, after, out, pool)
         else:
             a_shift = eta
             self._arcs_feedforward(H, masks, root_top, ids, out)
         tag_lp = scorer.tag_logprobs(scorer.means(a_shift) if scorer.meanfield else H, end_legal)
         tag_lp[~masks[:, SHIFT]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
-        shift_prior = {"action": numpy.full(N, SHIFT), "action_mask": masks}
         out["end"] = end_lp
-        out["cont"] = self._generate(
-            eta, a_shift, tag_lp, [(numpy.arange(lo, hi), r.next_word)
-                                   for r, lo, hi in zip(reqs, starts, starts[1:])],
-            shift_prior, end_legal, None if scorer.meanfield else (H, ids))
-        # the hypotheses that may end their sentence here, grouped by request
-        ending = [(lo + numpy.nonzero(end_lp[lo:hi] > NEG_INF)[0], r.start_word)
-                  for r, lo, hi in zip(reqs, starts, starts[1:]) if r.start_word is not None]
-        ending = [(rows, word) for rows, word in ending if len(rows)]
-        out["first"] = _Candidates.concat([])
-        if ending:
-            rows = numpy.concatenate([g for g, _ in ending])
+        cont_rows = numpy.nonzero(req["next_tok"] >= 0)[0]
+        shift_prior = {"action": numpy.full(N, SHIFT), "action_mask": masks}
+        out["cont"] = self._generate(eta, a_shift, tag_lp, cont_rows, req["next_tok"][cont_rows],
+                                     words, shift_prior, end_legal,
+                                     None if scorer.meanfield else (H, ids), pool)
+        out["cont"].pos = cont_rows[out["cont"].pos]
+        # the configurations that may end their sentence here and start the next
+        rows = numpy.nonzero((req["start_tok"] >= 0) & (end_lp > NEG_INF))[0]
+        out["first"] = _Candidates.empty()
+        if len(rows):
             # the END step's means are the next sentence's first input context
             context = H[rows]
             if scorer.meanfield:
@@ -263,10 +261,9 @@ class BeamSearch:
             parents = numpy.zeros((len(rows), N_RELATIONS, scorer.nH), dtype="float32")
             parents[:, INPUT_CONTEXT] = context
             eta0 = scorer.pre(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
-            sizes = numpy.cumsum([0] + [len(g) for g, _ in ending])
-            first = self._first_word(eta0, [(numpy.arange(lo, hi), word) for (_, word), lo, hi
-                                            in zip(ending, sizes, sizes[1:])], pool)
-            first.row = rows[first.row]
+            first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
+                                     words, pool)
+            first.pos = rows[first.pos]
             out["first"] = first
         return out
 
@@ -282,20 +279,20 @@ class BeamSearch:
             out[name + "_states"] = numpy.broadcast_to(ids[:, None], (N, K))
         out["reduce_states"] = ids
 
-    def _arcs_meanfield(self, eta, masks, root_top, legal, after, out: dict) -> numpy.ndarray:
+    def _arcs_meanfield(self, eta, masks, root_top, legal, after, out: dict,
+                        pool: _StatePool) -> numpy.ndarray:
         """:meth:`_arcs_feedforward` with mean field: the means re-estimated
         after each legal action (one solve for all), labels scored with them,
-        then after each top-k label (one solve for both directions).  The
-        states are means, pooled only if their hypothesis is expanded.
-        Returns the logits after Shift (rows where it is legal)."""
+        then after each top-k label (one solve for both directions).  Returns
+        the logits after Shift (rows where it is legal)."""
         scorer = self.scorer
         N, K = len(eta), min(self.label_top_k, scorer.nL)
         bounds = numpy.cumsum([0] + [len(rows) for rows in legal])
         a_all = after(numpy.repeat(numpy.arange(N_ACTIONS), bounds[1:] - bounds[:-1]),
                       numpy.concatenate(legal))
         a_after = [a_all[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
-        out["reduce_states"] = numpy.zeros((N, scorer.nH), dtype="float32")
-        out["reduce_states"][legal[REDUCE]] = scorer.means(a_after[REDUCE])
+        out["reduce_states"] = numpy.full(N, -1, dtype="int64")
+        out["reduce_states"][legal[REDUCE]] = pool.add(scorer.means(a_after[REDUCE]))
         arcs = []
         for action, name in ((LEFT, "left"), (RIGHT, "right")):
             rows = legal[action]
@@ -304,7 +301,7 @@ class BeamSearch:
             lab_lp[rows] = pair[action == RIGHT]
             top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
             out[name], out[name + "_top"] = lab_lp, top
-            out[name + "_states"] = numpy.zeros((N, K, scorer.nH), dtype="float32")
+            out[name + "_states"] = numpy.full((N, K), -1, dtype="int64")
             rep = numpy.repeat(numpy.arange(len(rows)), K)
             kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
                                 LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
@@ -312,68 +309,53 @@ class BeamSearch:
                          top[rows].reshape(-1), kinds))
         rows_rep, actions, a_start, labels, kinds = [numpy.concatenate(parts)
                                                      for parts in list(zip(*arcs))[2:]]
-        states = scorer.means(after(actions, rows_rep, a_start, label=labels, kind=kinds,
-                                    right=actions == RIGHT))
+        states = pool.add(scorer.means(after(actions, rows_rep, a_start, label=labels, kind=kinds,
+                                             right=actions == RIGHT)))
         offset = 0
         for name, rows, rep_rows, *_ in arcs:
-            out[name + "_states"][rows] = states[offset: offset + len(rep_rows)].reshape(
-                len(rows), K, scorer.nH)
+            out[name + "_states"][rows] = states[offset: offset + len(rep_rows)].reshape(len(rows), K)
             offset += len(rep_rows)
         a_shift = eta.copy()
         a_shift[legal[SHIFT]] = a_after[SHIFT]
         return a_shift
 
-    def _generate(self, eta, a, tag_lp, groups: list, prior: dict, end_legal, ff) -> _Candidates:
-        """Candidates for generating a word from states ``eta`` whose logits
-        are ``a`` once the decisions in ``prior`` (per row) are made;
-        ``groups`` holds ``(rows, word)``: the states that all generate ``word``
-        (``None``: no word).  A word is ``(tags, forms, bundle)``: the tags it
-        may have, its form's output id under each, and its bundle (-1: search
-        over the bundles too).  ``ff``: feed-forward, the states' means and
-        pool ids (None with mean field, where each candidate has means of its own)."""
+    def _generate(self, eta, a, tag_lp, rows, toks, words: "_Words", prior: dict, end_legal, ff,
+                  pool: _StatePool) -> _Candidates:
+        """Candidates for generating token ``toks[i]`` from state ``rows[i]``
+        (of ``eta``), whose logits are ``a`` once the decisions in ``prior``
+        (per row) are made.  ``ff``: feed-forward, the states' means and pool
+        ids (None with mean field, where each candidate has means of its own).
+        Candidates' ``pos`` index ``rows``."""
         scorer = self.scorer
-        rows, tags, forms, bundles = [], [], [], []
-        for g_rows, word in groups:
-            if word is None or not len(g_rows):
-                continue
-            w_tags, w_forms, bundle = word
-            if len(w_tags) > self.tag_top_k:
-                keep = numpy.argpartition(-tag_lp[g_rows][:, w_tags], self.tag_top_k - 1,
-                                          axis=1)[:, : self.tag_top_k]
-                g_tags, g_forms = w_tags[keep], w_forms[keep]
-            else:
-                g_tags = numpy.broadcast_to(w_tags, (len(g_rows), len(w_tags)))
-                g_forms = numpy.broadcast_to(w_forms, g_tags.shape)
-            rows.append(numpy.repeat(g_rows, g_tags.shape[1]))
-            tags.append(g_tags.reshape(-1))
-            forms.append(g_forms.reshape(-1))
-            bundles.append(numpy.full(g_tags.size, bundle))
-        if not rows:
-            return _Candidates.concat([])
-        rows, tags = numpy.concatenate(rows), numpy.concatenate(tags)
-        forms, bundles = numpy.concatenate(forms), numpy.concatenate(bundles)
-        possible = tag_lp[rows, tags] > NEG_INF  # e.g. states where Shift is not legal
-        rows, tags, forms, bundles = rows[possible], tags[possible], forms[possible], bundles[possible]
+        if not len(rows):
+            return _Candidates.empty()
+        pos, tags, forms, bundles = words.candidates(numpy.arange(len(rows)), toks,
+                                                     tag_lp[rows], self.tag_top_k)
+        r = rows[pos]
+        possible = tag_lp[r, tags] > NEG_INF  # e.g. states where Shift is not legal
+        pos, r, tags, forms, bundles = (pos[possible], r[possible], tags[possible],
+                                        forms[possible], bundles[possible])
+        if not len(pos):
+            return _Candidates.empty()
         if scorer.meanfield:
-            return self._generate_meanfield(eta, a, tag_lp, rows, tags, forms, bundles, prior,
-                                            end_legal)
+            return self._generate_meanfield(eta, a, tag_lp, pos, r, tags, forms, bundles, prior,
+                                            end_legal, pool)
         H_all, ids = ff
         parts = []
         for tag in numpy.unique(tags):
             sel = numpy.nonzero(tags == tag)[0]
-            r = rows[sel]
             tag = int(tag)
             # one state per row: the bundle and form distributions read it
-            H = H_all[r]
+            H = H_all[r[sel]]
             cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H, tag), tag,
-                                                  bundles[sel], tag_lp[r, tag])
+                                                  bundles[sel], tag_lp[r[sel], tag])
             lp += scorer.form_logprobs(H, tag, forms[sel])[cand]
-            parts.append(_Candidates(r[cand], lp, numpy.full(len(cand), tag), cand_bundle,
-                                     ids[r[cand]]))
-        return _Candidates.concat(parts)
+            sel = sel[cand]
+            parts.append((pos[sel], lp, numpy.full(len(cand), tag), cand_bundle, ids[r[sel]]))
+        return _Candidates(*(numpy.concatenate(cols) for cols in zip(*parts)))
 
-    def _generate_meanfield(self, eta, a, tag_lp, rows, tags, forms, bundles, prior,
-                            end_legal) -> _Candidates:
+    def _generate_meanfield(self, eta, a, tag_lp, pos, rows, tags, forms, bundles, prior,
+                            end_legal, pool: _StatePool) -> _Candidates:
         """:meth:`_generate` with the means re-estimated after the tag, after
         the bundle and after the form: one solve per stage for all candidates."""
         scorer = self.scorer
@@ -400,7 +382,8 @@ class BeamSearch:
             sel = cand_tags == tag
             lp[sel] += scorer.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
         a_form = scorer.refine(eta[rows[cand]], a_bundle, form=cand_forms, **decided)
-        return _Candidates(rows[cand], lp, cand_tags, cand_bundle, scorer.means(a_form))
+        return _Candidates(pos[cand], lp, cand_tags, cand_bundle,
+                           pool.add(scorer.means(a_form)))
 
     def _bundles(self, bundle_lp, tag: int, bundles, base_lp):
         """(candidate index into the rows, bundle, log-prob so far) of each way
@@ -417,241 +400,372 @@ class BeamSearch:
         cand_bundle = numpy.concatenate([bundles[k_fixed], (best + lo).reshape(-1)])
         return cand, cand_bundle, base_lp[cand] + bundle_lp[cand, cand_bundle - lo]
 
-    def _word(self, words: SentenceInputs, i: int):
-        """How token ``i`` of a segment is generated (see :meth:`_generate`)."""
+
+class _Words:
+    """All segments' tokens, numbered across segments: the word rows the
+    configurations read and how each token is generated."""
+
+    def __init__(self, segments: Sequence[SentenceInputs], joint: Optional[JointTables]):
+        self.joint = joint
+        self.rows = numpy.concatenate([w.rows for w in segments]) if segments else \
+            numpy.zeros((0, WORD_ROW_WIDTH), "int32")
+        self.tag = numpy.concatenate([numpy.asarray(w.gen_tag, "int64") for w in segments])
+        self.bundle = numpy.concatenate([numpy.asarray(w.gen_bundle, "int64") for w in segments])
+        self.form = numpy.concatenate([numpy.asarray(w.gen_form, "int64") for w in segments])
+        self.records = [r for w in segments for r in w.records]
+        self._joint_cache: Dict[int, Tuple[numpy.ndarray, numpy.ndarray]] = {}
+
+    def candidates(self, pos, toks, tag_lp, top_k: int):
+        """(position, tag, form, bundle) of the ways to generate ``toks[i]``
+        from the state at position ``pos[i]`` (``tag_lp``: its tag log-probs):
+        the given tag and bundle, or with joint tagging the ``top_k`` most
+        likely tags the word may have and bundle -1 (searched over)."""
         if self.joint is None:
-            tag, bundle, form = words.gen_tag[i], words.gen_bundle[i], words.gen_form[i]
-            return numpy.array([tag]), numpy.array([form]), bundle
-        tags, forms = self.joint.candidates(words.records[i])
-        return tags, forms, -1
-
-    def _search(self, words: SentenceInputs, ends, first: _Candidates):
-        """One segment's search, as a generator of scoring requests; ``first``:
-        the candidates for its first word."""
-        n = words.n
-        views = {}
-        word_cache = {}
-
-        def view(offset: int) -> SentenceInputs:
-            if offset not in views:
-                views[offset] = words.tail(offset)
-            return views[offset]
-
-        def word(i: int):
-            if i not in word_cache:
-                word_cache[i] = self._word(words, i)
-            return word_cache[i]
-
-        beam = []
-        ids = _pool_ids(self._pool, list(first.state))
-        for lp, tag, bundle, state_id in zip(first.lp, first.tag, first.bundle, ids):
-            beam.append(self._new_sentence(view(0), 0, state_id, float(lp), 0.0, None, tag, bundle))
-        beam = sorted(beam, key=lambda h: -h.score)[: self.beam_width]
-        for j in range(n):  # j: the segment index of the word to be shifted next
-            must_end = j == n - 1 or ends[j] is True
-            may_end = must_end or ends[j] is None
-            nxt = None if must_end else word(j + 1)
-            start = word(j + 1) if may_end and j + 1 < n else None
-            beam = yield from self._advance(beam, j, n, must_end, may_end, nxt, start, view)
-            if not beam:  # cannot happen with legal decisions; keep the guard explicit
-                raise RuntimeError("beam search lost all hypotheses")
-        beam.sort(key=lambda h: -h.score)
-        kbest = [(h.score, _unroll(h.done)) for h in beam]
-        scores = numpy.array([h.score for h in beam])
-        mx = scores.max()
-        return SegmentParse(
-            sentences=kbest[0][1],
-            logprob=float(beam[0].score),
-            words_logprob=float(mx + numpy.log(numpy.exp(scores - mx).sum())),
-            kbest=kbest,
-        )
-
-    def _new_sentence(self, words, offset, state_id, score, start_score, done, tag, bundle) -> _Hyp:
-        """A hypothesis whose sentence starts at ``offset`` in state ``state_id``,
-        having generated its first word (with ``tag``/``bundle`` when joint)."""
-        config = Configuration(words.n, self.multiroot)
-        config.register_state(int(state_id))
-        if self.joint is not None:
-            words = words.with_word(self.joint, int(tag), int(bundle))
-        return _Hyp(score, config, words, offset, start_score, done)
-
-    def _finish(self, h: _Hyp, config: Configuration, j: int, end_score: float):
-        """``h``'s finished sentences plus its current one, which ended after token j."""
-        size = j + 1 - h.offset
-        tags = bundles = None
-        if self.joint is not None:
-            tags, bundles = h.words.out_tag[:size], h.words.out_bundle[:size]
-        sent = ParsedSentence(h.offset, config.heads[1: size + 1], config.labels[1: size + 1],
-                              float(end_score - h.sent_start_score), tags, bundles)
-        return (h.done, sent)
-
-    def _advance(self, beam, j, n, must_end, may_end, nxt, start, view):
-        """Expand best-first until the beam's hypotheses have shifted word j.
-
-        Children are kept as (score, parent, decision) and only copied into a
-        configuration of their own when popped, so pruned ones cost nothing."""
-        B = self.beam_width
-        agenda = [(-h.score, i, h, -1, -1, -1) for i, h in enumerate(beam)]
-        heapq.heapify(agenda)
-        counter = len(agenda)
-        shifted: list = []  # min-heap of (score, counter, parent, outcome), at most B
-        pops = 0
-        while agenda:
-            threshold = shifted[0][0] if len(shifted) >= B else NEG_INF
-            popped = []  # the best pending hypotheses that can still enter the beam
-            while agenda and len(popped) < B:
-                item = heapq.heappop(agenda)
-                if -item[0] <= threshold:
-                    agenda = []
-                    break
-                popped.append(item)
-            ids = _pool_ids(self._pool, [item[5] for item in popped])
-            batch = [_materialize(-item[0], item[2], item[3], item[4], state_id)
-                     for item, state_id in zip(popped, ids)]
-            if not batch:
-                break
-            pops += len(batch)
-            if pops > self.max_expansions and shifted:
-                break
-            req = _Request(batch, self.extractor.width)
-            for i, h in enumerate(batch):
-                c = h.config
-                req.src[i] = c.sources()
-                self.extractor.extract(c, h.words, req.feats[i])
-                req.masks[i] = c.legal_actions()
-                if must_end:
-                    req.allowed[i] = c.legal_actions(front_is_last=True)
-                req.end_legal[i] = c.end_is_legal()
-                req.root_top[i] = c.stack[-1] == 0
-            req.next_word, req.start_word = nxt, start
-            out = yield req
-            # normalised over Phi as in training; decisions that would leave the
-            # sentence unfinishable at its known last word are only filtered out
-            act_lp = numpy.where(req.allowed, out["act"], NEG_INF)
-            scores = numpy.array([h.score for h in batch])
-            shift_scores = scores + act_lp[:, SHIFT]
-            # Shift: generate the next word of this sentence ...
-            cont = out["cont"]
-            for r, lp, tag, bundle, state in zip(cont.row, cont.lp, cont.tag, cont.bundle,
-                                                 cont.state):
-                total = shift_scores[r] + lp
-                if total > NEG_INF:
-                    counter += 1
-                    self._offer(shifted, (total, counter, batch[r], ("cont", tag, bundle, state)))
-            # ... or end the sentence (and generate the next one's first word)
-            if may_end:
-                end_scores = shift_scores + out["end"]
-                if start is None:
-                    for r in numpy.nonzero(end_scores > NEG_INF)[0]:
-                        counter += 1
-                        self._offer(shifted, (end_scores[r], counter, batch[r], ("end", end_scores[r])))
-                first = out["first"]
-                for r, lp, tag, bundle, state in zip(first.row, first.lp, first.tag, first.bundle,
-                                                     first.state):
-                    total = end_scores[r] + lp
-                    if total > NEG_INF:
-                        counter += 1
-                        outcome = ("next", end_scores[r], state, tag, bundle)
-                        self._offer(shifted, (total, counter, batch[r], outcome))
-            # arcs (top-k labels) and reduce go back on the agenda
-            for action, name in ((LEFT, "left"), (RIGHT, "right")):
-                ok = numpy.isfinite(act_lp[:, action])
-                if not ok.any():
-                    continue
-                top, top_states = out[name + "_top"], out[name + "_states"]
-                total = (scores + act_lp[:, action])[:, None] + out[name][
-                    numpy.arange(len(top))[:, None], top]
-                for r in numpy.nonzero(ok)[0]:
-                    for k in range(top.shape[1]):
-                        sc = total[r, k]
-                        if sc > NEG_INF:
-                            counter += 1
-                            agenda.append((-sc, counter, batch[r], action, int(top[r, k]),
-                                           top_states[r, k]))
-            red = scores + act_lp[:, REDUCE]
-            for r in numpy.nonzero(numpy.isfinite(red))[0]:
-                counter += 1
-                agenda.append((-red[r], counter, batch[r], REDUCE, -1, out["reduce_states"][r]))
-            # the agenda is pruned to the beam width too: between shifts the
-            # search stays best-first among B pending hypotheses
-            if len(agenda) > B:
-                agenda = heapq.nsmallest(B, agenda)
-            heapq.heapify(agenda)
-            if pops > self.max_expansions and not shifted:
-                # out of budget: follow only the single best pending hypothesis
-                agenda = agenda[:1]
-        out = []
-        shifted.sort(key=lambda x: -x[0])
-        ids = _pool_ids(self._pool, [o[3] if o[0] == "cont" else o[2] if o[0] == "next" else -1
-                                     for _, _, _, o in shifted])
-        for (score, _, h, outcome), state_id in zip(shifted, ids):
-            c = h.config.copy()
-            if outcome[0] == "cont":
-                c.register_state(state_id)
-            c.apply(SHIFT)
-            if outcome[0] == "cont":
-                words = h.words
-                if self.joint is not None:
-                    words = words.with_word(self.joint, int(outcome[1]), int(outcome[2]))
-                out.append(_Hyp(score, c, words, h.offset, h.sent_start_score, h.done))
-                continue
-            end_score = outcome[1]
-            done = self._finish(h, c, j, end_score)
-            if outcome[0] == "end":  # the segment's last sentence
-                out.append(_Hyp(score, c, h.words, h.offset, end_score, done))
+            return pos, self.tag[toks], self.form[toks], self.bundle[toks]
+        parts = []
+        for tok in numpy.unique(toks):
+            sel = numpy.nonzero(toks == tok)[0]
+            tags, forms = self._joint_candidates(int(tok))
+            if len(tags) > top_k:
+                keep = numpy.argpartition(-tag_lp[sel][:, tags], top_k - 1, axis=1)[:, :top_k]
+                g_tags, g_forms = tags[keep], forms[keep]
             else:
-                _, _, _, tag, bundle = outcome
-                out.append(self._new_sentence(view(j + 1), j + 1, state_id, score, end_score,
-                                              done, tag, bundle))
+                g_tags = numpy.broadcast_to(tags, (len(sel), len(tags)))
+                g_forms = numpy.broadcast_to(forms, g_tags.shape)
+            parts.append((numpy.repeat(pos[sel], g_tags.shape[1]), g_tags.reshape(-1),
+                          g_forms.reshape(-1), numpy.full(g_tags.size, -1)))
+        return tuple(numpy.concatenate(cols) for cols in zip(*parts))
+
+    def _joint_candidates(self, tok: int):
+        if tok not in self._joint_cache:
+            self._joint_cache[tok] = self.joint.candidates(self.records[tok])
+        return self._joint_cache[tok]
+
+    def row(self, toks, tags, bundles) -> numpy.ndarray:
+        """The word rows of tokens generated with the given output tag and bundle."""
+        if self.joint is None:
+            return self.rows[toks]
+        out = numpy.empty((len(toks), WORD_ROW_WIDTH), dtype="int32")
+        for i, (tok, tag, bundle) in enumerate(zip(toks, tags, bundles)):
+            out[i] = self.joint.row(self.rows[tok, 0], self.records[tok], int(tag), int(bundle))
         return out
 
-    def _offer(self, heap: list, item: tuple) -> None:
-        if len(heap) < self.beam_width:
-            heapq.heappush(heap, item)
-        elif item[0] > heap[0][0]:
-            heapq.heapreplace(heap, item)
 
+class _Search:
+    """One :meth:`BeamSearch.parse_many` call: every segment's beam, pending
+    decisions (the agenda) and shifted candidates as arrays over all segments.
 
-class _Request:
-    """What a search needs scored for a batch of its pending hypotheses."""
+    ``hyps``: configurations made so far in the segments' current word steps
+    (handle, score, segment, offset of the current sentence, the score when it
+    started, and the finished sentences as a linked list of Python tuples).
+    ``agenda``: decisions waiting to be expanded (parent hypothesis, action,
+    label, pool id of the step's means, score, insertion order).
+    ``shifted``: outcomes of Shifts of the current word step, at most the
+    beam width per segment."""
 
-    __slots__ = ("hyps", "src", "feats", "masks", "allowed", "end_legal", "root_top",
-                 "next_word", "start_word")
+    def __init__(self, search: BeamSearch, segments):
+        self.s = search
+        self.states = search.extractor.new_states(search.multiroot)
+        self.pool = _StatePool(search.scorer.nH)
+        self.words = _Words([w for w, _ in segments], search.joint)
+        self.n = numpy.array([w.n for w, _ in segments], dtype="int64")
+        self.base = numpy.concatenate([[0], numpy.cumsum(self.n)[:-1]]).astype("int64") \
+            if len(segments) else numpy.zeros(0, "int64")
+        ends = [e for _, (w, ends) in enumerate(segments) for e in list(ends)[: w.n]]
+        last = numpy.zeros(len(self.words.tag), dtype=bool)
+        last[self.base + self.n - 1] = True
+        self.must_end = last | numpy.array([e is True for e in ends], dtype=bool)
+        self.may_end = self.must_end | numpy.array([e is None for e in ends], dtype=bool)
+        self.j = numpy.zeros(len(segments), dtype="int64")  # the token to be shifted next
+        self.pops = numpy.zeros(len(segments), dtype="int64")
+        self.results: List[Optional[SegmentParse]] = [None] * len(segments)
+        self.seq = 0
 
-    def __init__(self, hyps: list, width: int):
-        N = len(hyps)
-        self.hyps = hyps
-        self.src = numpy.empty((N, N_RELATIONS), dtype="int64")
-        self.feats = numpy.full((N, width), -1, dtype="int32")
-        self.masks = numpy.zeros((N, N_ACTIONS), dtype=bool)  # Phi
-        self.allowed = numpy.ones((N, N_ACTIONS), dtype=bool)  # what the search may follow
-        self.end_legal = numpy.zeros(N, dtype=bool)
-        self.root_top = numpy.zeros(N, dtype=bool)
-        self.next_word = None  # the word a Shift generates from all of them (see _generate)
-        self.start_word = None  # the next sentence's first word, if a sentence may end here
+    def release(self) -> None:
+        self.states = None
 
+    def _seq(self, n: int) -> numpy.ndarray:
+        out = numpy.arange(self.seq, self.seq + n)
+        self.seq += n
+        return out
 
-def _materialize(score: float, parent: _Hyp, action: int, label: int, state: int) -> _Hyp:
-    """The hypothesis ``parent`` + one decision (``action`` -1: ``parent``
-    itself), made in the step whose means (after the decision) are ``state``."""
-    if action < 0:
-        return parent
-    config = parent.config.copy()
-    config.register_state(state)
-    config.apply(action, label)
-    return _Hyp(score, config, parent.words, parent.offset, parent.sent_start_score, parent.done)
+    # -- the loop -------------------------------------------------------------------
+    def run(self) -> List[SegmentParse]:
+        s = self.s
+        B = s.beam_width
+        n_seg = len(self.n)
+        live = numpy.nonzero(self.n > 0)[0]
+        if not len(live):
+            return self.results
+        # every segment's first word, from the same initial state
+        init_eta = s.scorer.pre(numpy.zeros((1, N_RELATIONS * s.scorer.nH), "float32"),
+                                s._start_feats(1))
+        first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
+                              self.words, self.pool)
+        seg = live[first.pos]
+        order, rank = _top_per_group(seg, first.lp, numpy.arange(len(seg)), B)
+        keep = order[rank < B]
+        seg, c = seg[keep], _Candidates(*(getattr(first, k)[keep] for k in _Candidates.__slots__))
+        handles = self.states.start(c.state.astype("int32"),
+                                    self.words.row(self.base[seg], c.tag, c.bundle))
+        self.hyps = _Items(handle=handles, score=c.lp.astype("float64"), seg=seg,
+                           offset=numpy.zeros(len(seg), "int64"),
+                           start_score=numpy.zeros(len(seg)),
+                           done=numpy.full(len(seg), None, dtype=object))
+        self.agenda = self._beam_items(numpy.arange(len(seg)))
+        self.shifted = self._no_shifted()
+        self.active = numpy.zeros(n_seg, dtype=bool)
+        self.active[live] = True
+        while self.active.any():
+            self._round()
+        return self.results
 
+    def _beam_items(self, hyp_rows) -> _Items:
+        """Agenda entries for beam hypotheses themselves (no decision yet)."""
+        n = len(hyp_rows)
+        return _Items(seg=self.hyps.seg[hyp_rows], parent=hyp_rows.astype("int64"),
+                      action=numpy.full(n, -1), label=numpy.full(n, -1),
+                      state=numpy.full(n, -1), score=self.hyps.score[hyp_rows],
+                      seq=self._seq(n))
 
-def _pool_ids(pool: _StatePool, states: list) -> List[int]:
-    """Pool ids of hypotheses' states: feed-forward states are pool ids
-    already; mean-field ones are means, pooled here (in one go) when their
-    hypothesis is expanded, so pruned alternatives never take pool memory."""
-    rows = [i for i, s in enumerate(states) if isinstance(s, numpy.ndarray)]
-    ids = [int(s) if not isinstance(s, numpy.ndarray) else -1 for s in states]
-    if rows:
-        for i, state_id in zip(rows, pool.add(numpy.stack([states[i] for i in rows]))):
-            ids[i] = int(state_id)
-    return ids
+    @staticmethod
+    def _no_shifted() -> _Items:
+        none = numpy.zeros(0, "int64")
+        return _Items(seg=none, parent=none, kind=none, tag=none, bundle=none, state=none,
+                      score=numpy.zeros(0), end_score=numpy.zeros(0), seq=none)
+
+    def _round(self) -> None:
+        s, B = self.s, self.s.beam_width
+        n_seg = len(self.n)
+        # the beam's worst shifted score per segment: nothing below it can enter
+        sh = self.shifted
+        count = numpy.bincount(sh.seg, minlength=n_seg)
+        threshold = numpy.full(n_seg, NEG_INF)
+        if len(sh):
+            order, rank = _top_per_group(sh.seg, sh.score, sh.seq, B)
+            at_b = order[rank == B - 1]
+            threshold[sh.seg[at_b]] = sh.score[at_b]
+        while True:
+            ag = self.agenda.take(numpy.nonzero(self.agenda.score > threshold[self.agenda.seg])[0])
+            order, rank = _top_per_group(ag.seg, ag.score, ag.seq, B)
+            popped = ag.take(order[rank < B])
+            n_popped = numpy.bincount(popped.seg, minlength=n_seg)
+            # a word step ends when nothing pending can enter its beam, or when
+            # it is out of budget and has something shifted
+            done = self.active & ((n_popped == 0)
+                                  | ((self.pops + n_popped > s.max_expansions) & (count > 0)))
+            if not done.any():
+                break
+            self.agenda = ag.take(numpy.nonzero(~done[ag.seg])[0])
+            self._end_steps(numpy.nonzero(done)[0])
+            sh = self.shifted
+            count = numpy.bincount(sh.seg, minlength=n_seg)
+            threshold[done] = NEG_INF
+        self.agenda = ag.take(order[rank >= B])
+        self.pops += n_popped
+        if len(popped):
+            self._expand(self._materialize(popped))
+
+    def _materialize(self, popped: _Items) -> numpy.ndarray:
+        """Hypothesis rows of popped entries: beam hypotheses as they are,
+        decisions applied to copies of their parents' configurations."""
+        rows = popped.parent.copy()
+        todo = numpy.nonzero(popped.action >= 0)[0]
+        if len(todo):
+            h, p = self.hyps, popped.parent[todo]
+            handles = self.states.child(h.handle[p], popped.action[todo].astype("int32"),
+                                        popped.label[todo].astype("int32"),
+                                        popped.state[todo].astype("int32"))
+            new = _Items(handle=handles, score=popped.score[todo], seg=h.seg[p],
+                         offset=h.offset[p], start_score=h.start_score[p], done=h.done[p])
+            rows[todo] = len(h) + numpy.arange(len(todo))
+            self.hyps = _Items.concat([h, new])
+        return rows
+
+    def _expand(self, rows: numpy.ndarray) -> None:
+        """Score the hypotheses ``rows`` and file their successors: Shifts
+        among the shifted candidates, arcs and reduce on the agenda."""
+        s, B = self.s, self.s.beam_width
+        h = self.hyps
+        N = len(rows)
+        seg, scores = h.seg[rows], h.score[rows]
+        tok = self.base[seg] + self.j[seg]  # the front: its Shift generates token tok + 1
+        sentence_length = self.j[seg] + 1 - h.offset[rows]
+        must_end = self.must_end[tok] | (sentence_length >= s.max_sentence_length)
+        may_end = self.may_end[tok] | must_end
+        has_next = self.j[seg] + 1 < self.n[seg]
+        req = {
+            "src": numpy.empty((N, N_RELATIONS), "int32"),
+            "feats": numpy.empty((N, s.extractor.width), "int32"),
+            "masks": numpy.empty((N, N_ACTIONS), "uint8"),
+            "allowed": numpy.empty((N, N_ACTIONS), "uint8"),
+            "end_legal": numpy.empty(N, "uint8"),
+            "root_top": numpy.empty(N, "uint8"),
+        }
+        self.states.describe(h.handle[rows], must_end.astype("uint8"), req["src"], req["feats"],
+                             req["masks"], req["allowed"], req["end_legal"], req["root_top"])
+        for name in ("masks", "allowed", "end_legal", "root_top"):
+            req[name] = req[name].view(bool)
+        req["next_tok"] = numpy.where(~must_end & has_next, tok + 1, -1)
+        req["start_tok"] = numpy.where(may_end & has_next, tok + 1, -1)
+        start = time.perf_counter()
+        out = s._score(req, self.words, self.pool)
+        s.timing["array_seconds"] += time.perf_counter() - start
+        # normalised over Phi as in training; decisions that would leave the
+        # sentence unfinishable at its known last word are only filtered out
+        act_lp = numpy.where(req["allowed"], out["act"], NEG_INF)
+        shift_scores = scores + act_lp[:, SHIFT]
+        end_scores = numpy.where(may_end, shift_scores + out["end"], NEG_INF)
+        parts = []
+        last = numpy.nonzero((end_scores > NEG_INF) & ~has_next)[0]
+        for kind, cand, base in ((CONT, out["cont"], shift_scores), (END, None, end_scores),
+                                 (NEXT, out["first"], end_scores)):
+            if cand is None:  # the segment's last sentence ends: nothing more to generate
+                p, total, tag, bundle, state = last, end_scores[last], *[numpy.full(len(last), -1)] * 3
+            else:
+                total = base[cand.pos] + cand.lp
+                ok = numpy.nonzero(total > NEG_INF)[0]
+                p, total, tag, bundle, state = cand.pos[ok], total[ok], cand.tag[ok], \
+                    cand.bundle[ok], cand.state[ok]
+            parts.append(_Items(seg=seg[p], parent=rows[p], kind=numpy.full(len(p), kind),
+                                tag=tag, bundle=bundle, state=state, score=total,
+                                end_score=end_scores[p], seq=self._seq(len(p))))
+        shifted = _Items.concat([self.shifted] + parts)
+        order, rank = _top_per_group(shifted.seg, shifted.score, shifted.seq, B)
+        self.shifted = shifted.take(order[rank < B])
+        # arcs (top-k labels) and reduce go on the agenda
+        items = [self.agenda]
+        for action, name in ((LEFT, "left"), (RIGHT, "right")):
+            top = out[name + "_top"]
+            total = (scores + act_lp[:, action])[:, None] + numpy.take_along_axis(out[name], top, 1)
+            r, k = numpy.nonzero(total > NEG_INF)
+            items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), action),
+                                label=top[r, k], state=numpy.asarray(out[name + "_states"])[r, k],
+                                score=total[r, k], seq=self._seq(len(r))))
+        red = scores + act_lp[:, REDUCE]
+        r = numpy.nonzero(red > NEG_INF)[0]
+        items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), REDUCE),
+                            label=numpy.full(len(r), -1), state=out["reduce_states"][r],
+                            score=red[r], seq=self._seq(len(r))))
+        agenda = _Items.concat(items)
+        # the agenda is pruned to the beam width too: between shifts the
+        # search stays best-first among B pending hypotheses; out of budget
+        # with nothing shifted, only the single best is followed
+        n_seg = len(self.n)
+        limit = numpy.where((self.pops > s.max_expansions)
+                            & (numpy.bincount(self.shifted.seg, minlength=n_seg) == 0), 1, B)
+        order, rank = _top_per_group(agenda.seg, agenda.score, agenda.seq, B)
+        self.agenda = agenda.take(order[rank < limit[agenda.seg[order]]])
+        self._compact_pool()
+
+    # -- ending a word step -------------------------------------------------------
+    def _end_steps(self, segs: numpy.ndarray) -> None:
+        """The shifted candidates of segments ``segs`` become their beams for
+        the next word; configurations of the finished steps are freed."""
+        s = self.s
+        n_seg = len(self.n)
+        in_step = numpy.zeros(n_seg, dtype=bool)
+        in_step[segs] = True
+        sh = self.shifted
+        mine = in_step[sh.seg]
+        new, self.shifted = sh.take(numpy.nonzero(mine)[0]), sh.take(numpy.nonzero(~mine)[0])
+        order, _ = _top_per_group(new.seg, new.score, new.seq, s.beam_width)
+        new = new.take(order)
+        if len(numpy.unique(new.seg)) < len(segs):  # cannot happen with legal decisions
+            raise RuntimeError("beam search lost all hypotheses")
+        h = self.hyps
+        p = new.parent
+        tok = self.base[new.seg] + self.j[new.seg]  # the token just shifted
+        handles = numpy.full(len(new), -1, dtype="int64")
+        offset, start_score, done = h.offset[p].copy(), h.start_score[p].copy(), h.done[p].copy()
+        go_on = numpy.nonzero(new.kind == CONT)[0]
+        if len(go_on):
+            handles[go_on] = self.states.shift(
+                h.handle[p[go_on]], new.state[go_on].astype("int32"),
+                self.words.row(tok[go_on] + 1, new.tag[go_on], new.bundle[go_on]))
+        ending = numpy.nonzero(new.kind != CONT)[0]
+        for i in ending:  # one per surviving sentence end
+            done[i] = self._finish(int(p[i]), int(tok[i] - self.base[new.seg[i]]),
+                                   float(new.end_score[i]))
+        last = numpy.nonzero(new.kind == END)[0]
+        if len(last):
+            empty = numpy.full((len(last), WORD_ROW_WIDTH), -1, dtype="int32")
+            handles[last] = self.states.shift(h.handle[p[last]], numpy.full(len(last), -1, "int32"),
+                                              empty)
+            start_score[last] = new.end_score[last]
+        nxt = numpy.nonzero(new.kind == NEXT)[0]
+        if len(nxt):
+            handles[nxt] = self.states.start(
+                new.state[nxt].astype("int32"),
+                self.words.row(tok[nxt] + 1, new.tag[nxt], new.bundle[nxt]))
+            offset[nxt] = tok[nxt] + 1 - self.base[new.seg[nxt]]
+            start_score[nxt] = new.end_score[nxt]
+        # the steps' configurations are no longer needed
+        old = in_step[h.seg]
+        self.states.release(h.handle[old])
+        keep = numpy.nonzero(~old)[0]
+        remap = numpy.full(len(h), -1, dtype="int64")
+        remap[keep] = numpy.arange(len(keep))
+        beam = _Items(handle=handles, score=new.score, seg=new.seg, offset=offset,
+                      start_score=start_score, done=done)
+        self.hyps = _Items.concat([h.take(keep), beam])
+        self.agenda.parent = remap[self.agenda.parent]
+        self.shifted.parent = remap[self.shifted.parent]
+        self.j[segs] += 1
+        self.pops[segs] = 0
+        finished = in_step & (self.j >= self.n)
+        if finished.any():
+            self._finish_segments(numpy.nonzero(finished)[0])
+        going = numpy.nonzero(~finished[self.hyps.seg] & in_step[self.hyps.seg])[0]
+        self.agenda = _Items.concat([self.agenda, self._beam_items(going)])
+
+    def _finish(self, row: int, last_tok: int, end_score: float):
+        """Hypothesis ``row``'s finished sentences plus its current one, which
+        ends after segment token ``last_tok``."""
+        h = self.hyps
+        size = last_tok + 1 - int(h.offset[row])
+        heads, labels, tags, bundles = self.states.tree(int(h.handle[row]), size)
+        if self.s.joint is None:
+            tags = bundles = None
+        sent = ParsedSentence(int(h.offset[row]), heads, labels,
+                              end_score - float(h.start_score[row]), tags, bundles)
+        return (h.done[row], sent)
+
+    def _finish_segments(self, segs: numpy.ndarray) -> None:
+        h = self.hyps
+        for seg in segs:
+            rows = numpy.nonzero(h.seg == seg)[0]
+            rows = rows[numpy.argsort(-h.score[rows], kind="stable")]
+            if not len(rows):  # cannot happen with legal decisions; keep the guard explicit
+                raise RuntimeError("beam search lost all hypotheses")
+            kbest = [(float(h.score[r]), _unroll(h.done[r])) for r in rows]
+            scores = h.score[rows]
+            mx = scores.max()
+            self.results[seg] = SegmentParse(
+                sentences=kbest[0][1], logprob=float(scores[0]),
+                words_logprob=float(mx + numpy.log(numpy.exp(scores - mx).sum())), kbest=kbest)
+            self.active[seg] = False
+        gone = numpy.isin(h.seg, segs)
+        self.states.release(h.handle[gone])
+        keep = numpy.nonzero(~gone)[0]
+        remap = numpy.full(len(h), -1, dtype="int64")
+        remap[keep] = numpy.arange(len(keep))
+        self.hyps = h.take(keep)
+        self.agenda.parent = remap[self.agenda.parent]
+        self.shifted.parent = remap[self.shifted.parent]
+
+    def _compact_pool(self) -> None:
+        """Drop the pooled states nothing links to any more, once the pool has
+        grown well past what was live at the last compaction."""
+        pool = self.pool
+        if pool.size < max(1 << 15, 4 * pool.live):
+            return
+        referenced = numpy.concatenate([self.states.referenced_ids().astype("int64"),
+                                        self.agenda.state, self.shifted.state])
+        mapping = pool.compact(referenced)
+        self.states.remap(mapping)
+        for items in (self.agenda, self.shifted):
+            items.state = numpy.where(items.state >= 0, mapping[items.state], -1)
 
 
 def _unroll(done) -> List[ParsedSentence]:

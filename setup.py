@@ -1,0 +1,10 @@
+"""Builds the compiled search core; everything else is in setup.cfg."""
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=cythonize(
+        [Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"])],
+        compiler_directives={"language_level": "3"},
+    )
+)

@@ -1,0 +1,609 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Arc-eager configurations as C structs, many at once, for search and training.
+
+A configuration is one malloc'd block of int arrays indexed by node (0 = the
+root node, 1.. = the words of the sentence generated so far).  Its capacity
+follows the front of the queue, not the length of the document, and a copy
+moves only the nodes generated so far, as spaCy's ``StateC`` does.  All
+operations take arrays of handles, so the search makes one call per batch of
+hypotheses instead of one Python call per hypothesis and decision.
+
+Latent state ids (the seven relations' sources) are whatever the caller
+registers: step indices in training, rows of the search's state pool.
+``referenced_ids``/``remap`` let the search compact that pool, so a long
+document's memory stays proportional to the live hypotheses.
+"""
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+import numpy
+
+cdef enum:
+    SHIFT = 0
+    LEFT = 1
+    RIGHT = 2
+    REDUCE = 3
+    MAX_FEATS = 8
+    # per-node arrays: stack, heads, labels, lchild, rchild, last_top,
+    # last_front, shift_state, form, tag, pos, out_tag, out_bundle, then the
+    # MAX_FEATS feature ids
+    INTS_PER_NODE = 13 + MAX_FEATS
+    # input-id values shared with the lexicon
+    NONE_ID = 0
+    UNK_ID = 1
+    ROOT_ID = 2
+    # a word row: form, tag, pos, out_tag, out_bundle, feats...
+    WORD_WIDTH = 5 + MAX_FEATS
+
+WORD_ROW_WIDTH = WORD_WIDTH
+MAX_NODE_FEATS = MAX_FEATS
+
+
+cdef struct StateC:
+    int cap
+    int front
+    int stack_len
+    int n_root_deps
+    int n_headless
+    int prev_state
+    int prev_action
+    int popped
+    int* block
+    int* stack
+    int* heads
+    int* labels
+    int* lchild
+    int* rchild
+    int* last_top
+    int* last_front
+    int* shift_state
+    int* form
+    int* tag
+    int* pos
+    int* out_tag
+    int* out_bundle
+    int* feats
+
+
+cdef StateC* _alloc(int cap) noexcept nogil:
+    cdef StateC* st = <StateC*>malloc(sizeof(StateC))
+    st.cap = cap
+    st.block = <int*>malloc(cap * INTS_PER_NODE * sizeof(int))
+    st.stack = st.block
+    st.heads = st.block + cap
+    st.labels = st.block + 2 * cap
+    st.lchild = st.block + 3 * cap
+    st.rchild = st.block + 4 * cap
+    st.last_top = st.block + 5 * cap
+    st.last_front = st.block + 6 * cap
+    st.shift_state = st.block + 7 * cap
+    st.form = st.block + 8 * cap
+    st.tag = st.block + 9 * cap
+    st.pos = st.block + 10 * cap
+    st.out_tag = st.block + 11 * cap
+    st.out_bundle = st.block + 12 * cap
+    st.feats = st.block + 13 * cap
+    return st
+
+
+cdef void _free(StateC* st) noexcept nogil:
+    free(st.block)
+    free(st)
+
+
+cdef void _clear_node(StateC* st, int node) noexcept nogil:
+    st.heads[node] = -1
+    st.labels[node] = -1
+    st.lchild[node] = -1
+    st.rchild[node] = -1
+    st.last_top[node] = -1
+    st.last_front[node] = -1
+    st.shift_state[node] = -1
+
+
+cdef StateC* _copy(const StateC* src, int cap) noexcept nogil:
+    """A copy holding ``cap`` nodes (at least the source's front + 1)."""
+    cdef StateC* st = _alloc(cap)
+    cdef int used = src.front + 1
+    st.front = src.front
+    st.stack_len = src.stack_len
+    st.n_root_deps = src.n_root_deps
+    st.n_headless = src.n_headless
+    st.prev_state = src.prev_state
+    st.prev_action = src.prev_action
+    st.popped = src.popped
+    memcpy(st.stack, src.stack, src.stack_len * sizeof(int))
+    memcpy(st.heads, src.heads, used * sizeof(int))
+    memcpy(st.labels, src.labels, used * sizeof(int))
+    memcpy(st.lchild, src.lchild, used * sizeof(int))
+    memcpy(st.rchild, src.rchild, used * sizeof(int))
+    memcpy(st.last_top, src.last_top, used * sizeof(int))
+    memcpy(st.last_front, src.last_front, used * sizeof(int))
+    memcpy(st.shift_state, src.shift_state, used * sizeof(int))
+    memcpy(st.form, src.form, used * sizeof(int))
+    memcpy(st.tag, src.tag, used * sizeof(int))
+    memcpy(st.pos, src.pos, used * sizeof(int))
+    memcpy(st.out_tag, src.out_tag, used * sizeof(int))
+    memcpy(st.out_bundle, src.out_bundle, used * sizeof(int))
+    memcpy(st.feats, src.feats, used * MAX_FEATS * sizeof(int))
+    return st
+
+
+cdef void _set_word(StateC* st, int node, const int* word) noexcept nogil:
+    st.form[node] = word[0]
+    st.tag[node] = word[1]
+    st.pos[node] = word[2]
+    st.out_tag[node] = word[3]
+    st.out_bundle[node] = word[4]
+    memcpy(st.feats + node * MAX_FEATS, word + 5, MAX_FEATS * sizeof(int))
+
+
+cdef void _register(StateC* st, int state_id) noexcept nogil:
+    st.last_top[st.stack[st.stack_len - 1]] = state_id
+    st.last_front[st.front] = state_id
+    st.prev_state = state_id
+
+
+cdef void _apply(StateC* st, int action, int label) noexcept nogil:
+    """The transition; a Shift needs room for the new front (see ``_room``)."""
+    cdef int s = st.stack[st.stack_len - 1]
+    cdef int f = st.front
+    st.popped = -1
+    if action == SHIFT:
+        st.shift_state[f] = st.prev_state
+        st.stack[st.stack_len] = f
+        st.stack_len += 1
+        if st.heads[f] < 0:
+            st.n_headless += 1
+        st.front = f + 1
+        _clear_node(st, f + 1)
+    elif action == LEFT:
+        st.heads[s] = f
+        st.labels[s] = label
+        st.lchild[f] = s
+        st.stack_len -= 1
+        st.n_headless -= 1
+        st.popped = s
+    elif action == RIGHT:
+        st.heads[f] = s
+        st.labels[f] = label
+        if s == 0:
+            st.n_root_deps += 1
+        else:
+            st.rchild[s] = f
+    elif action == REDUCE:
+        st.stack_len -= 1
+        st.popped = s
+    st.prev_action = action
+
+
+cdef int _room(int front) noexcept nogil:
+    """Capacity for a state whose front may advance by one: a little slack so
+    that most Shifts need no reallocation."""
+    return front + 2 + (front >> 2) + 6
+
+
+cdef void _legal(const StateC* st, bint multiroot, bint front_is_last, unsigned char* out) noexcept nogil:
+    cdef int s = st.stack[st.stack_len - 1]
+    cdef int f = st.front
+    cdef bint left, right, reduce_, shift, f_headless, top_headless
+    if st.prev_action == RIGHT:
+        out[SHIFT] = 1
+        out[LEFT] = 0
+        out[RIGHT] = 0
+        out[REDUCE] = 0
+        return
+    f_headless = st.heads[f] < 0
+    left = s > 0 and st.heads[s] < 0
+    if s == 0:
+        right = multiroot or st.n_root_deps == 0
+    else:
+        right = True
+    reduce_ = s > 0 and st.heads[s] >= 0
+    if reduce_ and not multiroot and st.stack_len == 2:
+        # popping the root's only dependent would leave the rest headless
+        reduce_ = False
+    shift = True
+    if front_is_last:
+        top_headless = s > 0 and st.heads[s] < 0
+        # a right arc leaves the headless words below the top unreachable
+        right = right and st.n_headless == 0 and not top_headless
+        shift = not f_headless and st.n_headless == 0
+    out[SHIFT] = shift
+    out[LEFT] = left
+    out[RIGHT] = right
+    out[REDUCE] = reduce_
+
+
+cdef bint _end_legal(const StateC* st, bint multiroot) noexcept nogil:
+    if st.heads[st.front] < 0 or st.n_headless > 0:
+        return False
+    return multiroot or st.n_root_deps == 1
+
+
+cdef void _sources(const StateC* st, int* out) noexcept nogil:
+    cdef int s = st.stack[st.stack_len - 1]
+    cdef int f = st.front
+    cdef int prev = st.prev_action
+    cdef int rc = st.rchild[s]
+    cdef int lc = st.lchild[s]
+    cdef int lcf = st.lchild[f]
+    cdef int h = st.heads[s] if s > 0 else -1
+    out[0] = st.prev_state if (prev == LEFT or prev == RIGHT or prev == REDUCE) else -1
+    if prev == RIGHT:
+        out[1] = st.prev_state
+    elif prev == LEFT or prev == REDUCE:
+        out[1] = st.shift_state[st.popped]
+    else:
+        out[1] = -1
+    out[2] = st.last_top[rc] if rc >= 0 else -1
+    out[3] = st.last_top[lc] if lc >= 0 else -1
+    out[4] = st.last_top[lcf] if lcf >= 0 else -1
+    out[5] = st.last_top[h] if h >= 0 else -1
+    out[6] = st.last_front[s] if s > 0 else -1
+
+
+cdef class ArcEagerStates:
+    """Configurations addressed by int handles, with the explicit features
+    of a fixed template list (address and attribute codes, table offsets)."""
+
+    cdef StateC** states
+    cdef int n_slots
+    cdef int* free_slots
+    cdef int n_free
+    cdef readonly bint multiroot
+    cdef readonly int n_labels
+    cdef int n_templates
+    cdef int* t_addr
+    cdef int* t_attr
+    cdef int* t_offset
+    cdef readonly int width
+
+    def __cinit__(self, addresses, attributes, offsets, int n_labels, bint multiroot):
+        cdef int i
+        self.n_templates = len(addresses)
+        self.t_addr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
+        self.t_attr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
+        self.t_offset = <int*>malloc(max(1, self.n_templates) * sizeof(int))
+        self.width = 1
+        for i in range(self.n_templates):
+            self.t_addr[i] = addresses[i]
+            self.t_attr[i] = attributes[i]
+            self.t_offset[i] = offsets[i]
+            self.width += MAX_FEATS if attributes[i] == 3 else 1
+        self.n_labels = n_labels
+        self.multiroot = multiroot
+        self.n_slots = 0
+        self.states = NULL
+        self.free_slots = NULL
+        self.n_free = 0
+        self._grow(64)
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.n_slots):
+            if self.states[i] != NULL:
+                _free(self.states[i])
+        free(self.states)
+        free(self.free_slots)
+        free(self.t_addr)
+        free(self.t_attr)
+        free(self.t_offset)
+
+    cdef void _grow(self, int n_slots):
+        cdef StateC** states = <StateC**>malloc(n_slots * sizeof(StateC*))
+        cdef int* free_slots = <int*>malloc(n_slots * sizeof(int))
+        cdef int i
+        for i in range(self.n_slots):
+            states[i] = self.states[i]
+        for i in range(self.n_free):
+            free_slots[i] = self.free_slots[i]
+        for i in range(n_slots - 1, self.n_slots - 1, -1):
+            states[i] = NULL
+            free_slots[self.n_free] = i
+            self.n_free += 1
+        free(self.states)
+        free(self.free_slots)
+        self.states = states
+        self.free_slots = free_slots
+        self.n_slots = n_slots
+
+    cdef long _put(self, StateC* st):
+        if self.n_free == 0:
+            self._grow(2 * self.n_slots)
+        self.n_free -= 1
+        cdef int slot = self.free_slots[self.n_free]
+        self.states[slot] = st
+        return slot
+
+    cdef StateC* _get(self, long handle) except NULL:
+        if handle < 0 or handle >= self.n_slots or self.states[handle] == NULL:
+            raise KeyError(f"no configuration {handle}")
+        return self.states[handle]
+
+    @property
+    def n_live(self) -> int:
+        return self.n_slots - self.n_free
+
+    # -- creating and freeing ------------------------------------------------
+    def start(self, const int[:] state_ids, const int[:, ::1] words):
+        """New sentences: node 1 (``words`` rows: form, tag, pos, out_tag,
+        out_bundle, feats...) generated in latent state ``state_ids[i]``."""
+        cdef Py_ssize_t i, n = state_ids.shape[0]
+        cdef long[:] out = numpy.empty(n, dtype="int64")
+        cdef StateC* st
+        cdef int k
+        self._check_words(words, n)
+        for i in range(n):
+            st = _alloc(_room(1))
+            st.front = 1
+            st.stack[0] = 0
+            st.stack_len = 1
+            st.n_root_deps = 0
+            st.n_headless = 0
+            st.prev_state = -1
+            st.prev_action = -1
+            st.popped = -1
+            _clear_node(st, 0)
+            _clear_node(st, 1)
+            st.form[0] = ROOT_ID
+            st.tag[0] = ROOT_ID
+            st.pos[0] = ROOT_ID
+            st.out_tag[0] = -1
+            st.out_bundle[0] = -1
+            st.feats[0] = ROOT_ID
+            for k in range(1, MAX_FEATS):
+                st.feats[k] = -1
+            _set_word(st, 1, &words[i, 0])
+            _register(st, state_ids[i])
+            out[i] = self._put(st)
+        return numpy.asarray(out)
+
+    def _check_words(self, words, Py_ssize_t n):
+        if words.shape[0] != n or words.shape[1] != WORD_WIDTH:
+            raise ValueError(f"word rows must be ({n}, {WORD_WIDTH}), got {tuple(words.shape)[:2]}")
+
+    def release(self, const long[:] handles):
+        """Free configurations (unknown or already freed handles are skipped)."""
+        cdef Py_ssize_t i
+        cdef long h
+        for i in range(handles.shape[0]):
+            h = handles[i]
+            if 0 <= h < self.n_slots and self.states[h] != NULL:
+                _free(self.states[h])
+                self.states[h] = NULL
+                self.free_slots[self.n_free] = h
+                self.n_free += 1
+
+    # -- transitions ---------------------------------------------------------
+    def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
+              const int[:] state_ids):
+        """New configurations: each parent after ``actions[i]`` (label
+        ``labels[i]``) made in latent state ``state_ids[i]`` (-1: none, for a
+        plain copy).  A Shift here generates nothing (see :meth:`shift`)."""
+        cdef Py_ssize_t i, n = parents.shape[0]
+        cdef long[:] out = numpy.empty(n, dtype="int64")
+        cdef StateC* src
+        cdef StateC* st
+        for i in range(n):
+            src = self._get(parents[i])
+            st = _copy(src, src.cap if src.cap > src.front + 1 else _room(src.front))
+            if state_ids[i] >= 0:
+                _register(st, state_ids[i])
+            if actions[i] >= 0:
+                _apply(st, actions[i], labels[i])
+            out[i] = self._put(st)
+        return numpy.asarray(out)
+
+    def shift(self, const long[:] parents, const int[:] state_ids, const int[:, ::1] words):
+        """New configurations: each parent after a Shift made in latent state
+        ``state_ids[i]`` (-1: not registered, the step ended the sentence),
+        the new front's inputs from ``words`` (ignored if its form is -1)."""
+        cdef Py_ssize_t i, n = parents.shape[0]
+        cdef long[:] out = numpy.empty(n, dtype="int64")
+        cdef StateC* src
+        cdef StateC* st
+        self._check_words(words, n)
+        for i in range(n):
+            src = self._get(parents[i])
+            st = _copy(src, src.cap if src.cap > src.front + 1 else _room(src.front))
+            if state_ids[i] >= 0:
+                _register(st, state_ids[i])
+            _apply(st, SHIFT, -1)
+            if words[i, 0] >= 0:
+                _set_word(st, st.front, &words[i, 0])
+            out[i] = self._put(st)
+        return numpy.asarray(out)
+
+    def advance(self, long handle, int action, int label, int state_id, words=None):
+        """One decision in place (training derivations, oracles): register the
+        step's state (unless -1), apply (unless -1), and for a Shift set the
+        new front's inputs."""
+        cdef StateC* st = self._get(handle)
+        cdef StateC* bigger
+        cdef const int[:] row
+        if action == SHIFT and st.front + 1 >= st.cap:
+            bigger = _copy(st, 2 * st.cap)
+            _free(st)
+            self.states[handle] = bigger
+            st = bigger
+        if state_id >= 0:
+            _register(st, state_id)
+        if action >= 0:
+            _apply(st, action, label)
+        if action == SHIFT and words is not None:
+            row = numpy.ascontiguousarray(words, dtype="int32")
+            if row.shape[0] != WORD_WIDTH:
+                raise ValueError(f"a word row has {WORD_WIDTH} ids")
+            _set_word(st, st.front, &row[0])
+
+    # -- what the model reads --------------------------------------------------
+    def describe(self, const long[:] handles, const unsigned char[:] front_is_last,
+                 int[:, ::1] src, int[:, ::1] feats, unsigned char[:, ::1] masks,
+                 unsigned char[:, ::1] allowed, unsigned char[:] end_legal,
+                 unsigned char[:] root_top):
+        """Fill, per configuration: the relations' source states, the feature
+        ids (-1 unused), Phi, the decisions the search may follow (Phi, or
+        with ``front_is_last`` only those that can still end the sentence at
+        the front), whether the next word may be END, and whether the stack
+        top is the root node."""
+        cdef Py_ssize_t i
+        cdef StateC* st
+        for i in range(handles.shape[0]):
+            st = self._get(handles[i])
+            _sources(st, &src[i, 0])
+            self._features(st, &feats[i, 0])
+            _legal(st, self.multiroot, False, &masks[i, 0])
+            if front_is_last[i]:
+                _legal(st, self.multiroot, True, &allowed[i, 0])
+            else:
+                allowed[i, 0] = masks[i, 0]
+                allowed[i, 1] = masks[i, 1]
+                allowed[i, 2] = masks[i, 2]
+                allowed[i, 3] = masks[i, 3]
+            end_legal[i] = _end_legal(st, self.multiroot)
+            root_top[i] = st.stack[st.stack_len - 1] == 0
+
+    cdef int _decision_id(self, const StateC* st) noexcept nogil:
+        cdef int action = st.prev_action
+        if action < 0:
+            return 0
+        if action == SHIFT:
+            return 1
+        if action == REDUCE:
+            return 2
+        if action == RIGHT:
+            return 3 + st.labels[st.front] + self.n_labels
+        return 3 + st.labels[st.popped]
+
+    cdef void _features(self, const StateC* st, int* out) noexcept nogil:
+        cdef int s0 = st.stack[st.stack_len - 1]
+        cdef int f = st.front
+        cdef int nodes[7]
+        cdef int t, j, k, node, attr, offset, val, lab
+        nodes[0] = s0
+        nodes[1] = st.stack[st.stack_len - 2] if st.stack_len > 1 else -1
+        nodes[2] = f
+        nodes[3] = st.heads[s0] if s0 > 0 else -1
+        nodes[4] = st.lchild[s0]
+        nodes[5] = st.rchild[s0]
+        nodes[6] = st.lchild[f]
+        out[0] = self._decision_id(st)
+        j = 1
+        for t in range(self.n_templates):
+            node = nodes[self.t_addr[t]]
+            attr = self.t_attr[t]
+            offset = self.t_offset[t]
+            if attr == 3:  # feats: one column per morphological feature
+                if node < 0:
+                    out[j] = offset + NONE_ID
+                    for k in range(1, MAX_FEATS):
+                        out[j + k] = -1
+                else:
+                    for k in range(MAX_FEATS):
+                        val = st.feats[node * MAX_FEATS + k]
+                        out[j + k] = offset + val if val >= 0 else -1
+                j += MAX_FEATS
+                continue
+            if node < 0:
+                val = NONE_ID
+            elif attr == 4:  # dep
+                lab = st.labels[node] if node > 0 else -1
+                val = ROOT_ID if node == 0 else (UNK_ID if lab < 0 else lab + 3)
+            elif attr == 0:
+                val = st.form[node]
+            elif attr == 1:
+                val = st.tag[node]
+            else:
+                val = st.pos[node]
+            out[j] = offset + val
+            j += 1
+
+    # -- reading configurations ------------------------------------------------
+    def front(self, const long[:] handles):
+        cdef Py_ssize_t i
+        cdef long[:] out = numpy.empty(handles.shape[0], dtype="int64")
+        for i in range(handles.shape[0]):
+            out[i] = self._get(handles[i]).front
+        return numpy.asarray(out)
+
+    def tree(self, long handle, int n_words):
+        """(heads, labels, out_tags, out_bundles) of nodes 1..n_words as
+        lists (head 0 = the root node; -1 = none)."""
+        cdef StateC* st = self._get(handle)
+        if n_words > st.front:
+            raise ValueError(f"configuration has {st.front} words, not {n_words}")
+        cdef int k
+        return ([st.heads[k] for k in range(1, n_words + 1)],
+                [st.labels[k] for k in range(1, n_words + 1)],
+                [st.out_tag[k] for k in range(1, n_words + 1)],
+                [st.out_bundle[k] for k in range(1, n_words + 1)])
+
+    def stack(self, long handle):
+        cdef StateC* st = self._get(handle)
+        cdef int k
+        return [st.stack[k] for k in range(st.stack_len)]
+
+    def oracle(self, long handle, const int[:] gold_heads):
+        """The static oracle's action (``gold_heads[i]``: head of word i, 0 = root)."""
+        cdef StateC* st = self._get(handle)
+        cdef int s = st.stack[st.stack_len - 1]
+        cdef int f = st.front
+        cdef int i, k
+        if st.prev_action == RIGHT:
+            return SHIFT
+        if s > 0 and gold_heads[s] == f:
+            return LEFT
+        if gold_heads[f] == s:
+            return RIGHT
+        if s > 0 and st.heads[s] >= 0:
+            # reduce once the top can take no more dependents from the queue
+            # and the front belongs to something deeper in the stack
+            for i in range(st.stack_len - 1):
+                k = st.stack[i]
+                if gold_heads[f] == k or (k > 0 and gold_heads[k] == f):
+                    return REDUCE
+        return SHIFT
+
+    # -- the search's state pool -------------------------------------------------
+    def referenced_ids(self):
+        """Every latent state id a live configuration links to."""
+        cdef Py_ssize_t n = 0, i
+        cdef int k, j
+        cdef StateC* st
+        for i in range(self.n_slots):
+            if self.states[i] != NULL:
+                n += 3 * (self.states[i].front + 1) + 1
+        cdef int[:] out = numpy.empty(n, dtype="int32")
+        j = 0
+        for i in range(self.n_slots):
+            st = self.states[i]
+            if st == NULL:
+                continue
+            for k in range(st.front + 1):
+                out[j] = st.last_top[k]
+                out[j + 1] = st.last_front[k]
+                out[j + 2] = st.shift_state[k]
+                j += 3
+            out[j] = st.prev_state
+            j += 1
+        return numpy.asarray(out)
+
+    def remap(self, const int[:] mapping):
+        """Replace every linked state id x by ``mapping[x]``."""
+        cdef Py_ssize_t i
+        cdef int k
+        cdef StateC* st
+        for i in range(self.n_slots):
+            st = self.states[i]
+            if st == NULL:
+                continue
+            for k in range(st.front + 1):
+                if st.last_top[k] >= 0:
+                    st.last_top[k] = mapping[st.last_top[k]]
+                if st.last_front[k] >= 0:
+                    st.last_front[k] = mapping[st.last_front[k]]
+                if st.shift_state[k] >= 0:
+                    st.shift_state[k] = mapping[st.shift_state[k]]
+            if st.prev_state >= 0:
+                st.prev_state = mapping[st.prev_state]

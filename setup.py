@@ -4,7 +4,11 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=cythonize(
-        [Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"])],
+        [
+            Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"]),
+            Extension("spacy_isbn.model._embed", ["spacy_isbn/model/_embed.pyx"],
+                      extra_compile_args=["-O3"]),
+        ],
         compiler_directives={"language_level": "3"},
     )
 )

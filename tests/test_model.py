@@ -32,7 +32,6 @@ def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
     model.attrs["bundle_ranges"] = lex.bundle_ranges
     model.attrs["form_ranges"] = lex.form_ranges
     model.attrs["label_masks"] = lex.label_kinds
-    model.attrs["feature_columns"] = ext.columns()
     model.initialize()
     derivs = []
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
@@ -64,7 +63,7 @@ def test_gradient_matches_finite_differences(latent_edges):
             param[idx] = old
             assert grad[idx] == pytest.approx((up - down) / 2e-2, abs=2e-3, rel=2e-2), name
     if not latent_edges:
-        assert not model.get_grad("W").any()
+        assert not model.has_grad("W") or not model.get_grad("W").any()
 
 
 @pytest.mark.parametrize("multiroot", [False, True])

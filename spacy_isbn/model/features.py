@@ -129,14 +129,6 @@ class FeatureExtractor:
         self.n_rows = offset
         self._states: Dict[str, ArcEagerStates] = {}
 
-    def columns(self) -> List[List[int]]:
-        """(first row, number of rows) of the embedding table each id column reads."""
-        out = [[0, self.n_decisions]]
-        ends = self.offsets[1:] + [self.n_rows]
-        for (addr, attr), lo, hi in zip(self.templates, self.offsets, ends):
-            out.extend([[lo, hi - lo]] * (MAX_FEATS if attr == "feats" else 1))
-        return out
-
     def states(self, multiroot: bool) -> ArcEagerStates:
         """The arena of configurations whose features are these templates
         (one per setting, kept: configurations are freed after use)."""

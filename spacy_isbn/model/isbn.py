@@ -24,6 +24,7 @@ from thinc.types import Floats1d
 
 from ..transitions.arc_eager import LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, N_ACTIONS, N_RELATIONS, RIGHT
 from . import meanfield
+from ._embed import embed_scatter, embed_sum
 from .derivation import DerivationBatch
 from .meanfield import Observed, _sigmoid
 
@@ -65,8 +66,6 @@ def build_isbn_model(
             "form_ranges": [],
             # label masks per arc kind (left / right / from root), lists of bools
             "label_masks": [],
-            # (first row, rows) of the embedding block each feature column reads
-            "feature_columns": [],
         },
     )
 
@@ -155,54 +154,27 @@ class _Head:
         self.model.inc_grad(self.bn, self.model.ops.asarray(self.db))
 
 
-def _sum_rows(shape, idx, vals):
-    """A (shape) array whose row i is the sum of ``vals`` where ``idx == i``
-    (a sort and a segmented sum: much faster than ``numpy.add.at``)."""
-    out = numpy.zeros(shape, dtype=vals.dtype)
-    if idx.size:
-        order = numpy.argsort(idx, kind="stable")
-        uniq, starts = numpy.unique(idx[order], return_index=True)
-        out[uniq] = numpy.add.reduceat(vals[order], starts, axis=0)
-    return out
-
-
-def _embedding_gradient(shape, feats, dX, columns) -> numpy.ndarray:
-    """Sum the state gradients ``dX`` (B, T, nH) into the embedding rows that
-    ``feats`` (B, T, F; ``shape[0]`` = unused) selected.  Columns that share a
-    small table (tags, labels, morphological features) are summed by a
-    one-hot matrix product; large tables (word forms) by a sort."""
-    nF, nH = shape
-    dXf = dX.reshape(-1, nH)
-    flat = feats.reshape(len(dXf), -1)
-    if not columns:
-        columns = [[0, nF]] * flat.shape[1]
-    groups: dict = {}
-    for f, (lo, size) in enumerate(columns):
-        groups.setdefault((lo, size), []).append(f)
-    out = numpy.zeros(shape, dtype=dX.dtype)
-    rows = numpy.arange(len(dXf))
-    for (lo, size), cols in groups.items():
-        if size <= 512:
-            onehot = numpy.zeros((len(dXf), size + 1), dtype=dX.dtype)
-            for f in cols:
-                local = numpy.where(flat[:, f] == nF, size, flat[:, f] - lo)
-                onehot[rows, local] += 1.0
-            out[lo: lo + size] += (onehot.T @ dXf)[:size]
-        else:
-            idx = flat[:, cols].T.reshape(-1)
-            src = numpy.tile(rows, len(cols))
-            keep = idx != nF
-            out += _sum_rows(shape, idx[keep], dXf[src[keep]])
-    return out
-
-
-def _gather_parents(Hs, src_t):
-    """Hs: (B, T, nH); src_t: (B, R) -> (B, R*nH), zeros where no source."""
-    B = Hs.shape[0]
-    ok = src_t >= 0
-    P = Hs[numpy.arange(B)[:, None], numpy.where(ok, src_t, 0)]
+def _gather_parents(Hs, src_t, rows):
+    """Hs: (B, T, nH); src_t: (B, R) -> (len(rows), R*nH), the sources of
+    sentences ``rows``, zeros where there is none."""
+    src = src_t[rows]
+    ok = src >= 0
+    P = Hs[rows[:, None], numpy.where(ok, src, 0)]
     P *= ok[..., None]
-    return P.reshape(B, -1)
+    return P.reshape(len(rows), -1)
+
+
+def _parent_weight_gradient(Hs, src, dX, nH: int) -> numpy.ndarray:
+    """dW = sum over states t and relations r of H[src_r(t)]^T dpre_t, as one
+    matrix product per relation over the states that have that source (not
+    one per step: the means do not change during the backward pass)."""
+    B, T, R = src.shape
+    dW = numpy.zeros((R * nH, nH), dtype=dX.dtype)
+    for r in range(R):
+        b, t = numpy.nonzero(src[:, :, r] >= 0)
+        if len(b):
+            dW[r * nH: (r + 1) * nH] = Hs[b, src[b, t, r]].T @ dX[b, t]
+    return dW
 
 
 class Decisions:
@@ -317,13 +289,11 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     meanfield_on = model.attrs["approximation"] == "meanfield"
     iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
-    # unused feature slots (-1) read an appended zero row
-    nF = E.shape[0]
-    feats = numpy.where(batch.feats >= 0, batch.feats, nF)
-    E_padded = numpy.vstack([E, numpy.zeros((1, nH), dtype=dtype)])
-    X = numpy.broadcast_to(b, (B, T, nH)).astype(dtype)
-    for f in range(feats.shape[2]):
-        X += E_padded[feats[:, :, f]]
+    feats = numpy.ascontiguousarray(batch.feats.reshape(B * T, -1), dtype="int32")
+    X = numpy.empty((B * T, nH), dtype=dtype)
+    X[:] = b
+    embed_sum(E, feats, X)
+    X = X.reshape(B, T, nH)
     Hs = numpy.zeros((B, T, nH), dtype=dtype)
     p = {name: model.get_param(name) for name in PARAMS}
     dec = Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
@@ -335,10 +305,12 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     if meanfield_on:
         M = {key: numpy.zeros_like(Hs) for key in HEADS}
     tapes: List[list] = [[] for _ in range(T)]
+    linked = [numpy.nonzero((batch.src[:, t] >= 0).any(axis=1))[0] for t in range(T)]
     for t in range(T):
         pre = X[:, t]
-        if latent_edges and t > 0:
-            pre = pre + _gather_parents(Hs, batch.src[:, t]) @ W
+        if latent_edges and len(linked[t]):
+            pre = pre.copy()
+            pre[linked[t]] += _gather_parents(Hs, batch.src[:, t], linked[t]) @ W
         if not meanfield_on:
             Hs[:, t] = _sigmoid(pre)
             continue
@@ -394,6 +366,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     def backprop(d_ll: Floats1d):
         d_ll = numpy.asarray(d_ll, dtype=dtype)
         dHs = numpy.zeros_like(Hs)
+        dHs_flat = dHs.reshape(B * T, nH)
         dM = {key: dHs for key in HEADS}
         if meanfield_on:
             dM = {key: numpy.zeros_like(Hs) for key in HEADS}
@@ -402,7 +375,6 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         for head in heads.values():
             head.flush()
         grads = {name: numpy.zeros_like(p[name]) for name in PARAMS}
-        dW = numpy.zeros_like(W)
         dX = numpy.zeros_like(X)
         for t in range(T - 1, -1, -1):
             h = Hs[:, t]
@@ -419,20 +391,21 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
                 dpre += d_eta
             dpre *= batch.valid[:, t, None]
             dX[:, t] = dpre
-            if latent_edges and t > 0:
-                src_t = batch.src[:, t]
-                dW += _gather_parents(Hs, src_t).T @ dpre
-                dP = (dpre @ W.T).reshape(B, N_RELATIONS, nH)
-                for r in range(N_RELATIONS):
-                    # one source per sentence and relation: the indices are unique
-                    rows = numpy.nonzero(src_t[:, r] >= 0)[0]
-                    dHs[rows, src_t[rows, r]] += dP[rows, r]
+            rows = linked[t]
+            if latent_edges and len(rows):
+                # each (sentence, relation) adds its share to its source state
+                src_t = batch.src[rows, t]
+                targets = numpy.where(src_t >= 0, rows[:, None] * T + src_t, -1)
+                embed_scatter((dpre[rows] @ W.T).reshape(-1, nH),
+                              targets.reshape(-1, 1).astype("int32"), dHs_flat)
         if meanfield_on:
             for name in ("Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf"):
                 model.inc_grad(name, model.ops.asarray(grads[name]))
-        dE = _embedding_gradient(E.shape, feats, dX, model.attrs.get("feature_columns"))
+        dE = numpy.zeros_like(E)
+        embed_scatter(dX.reshape(B * T, nH), feats, dE)
         model.inc_grad("E", model.ops.asarray(dE))
-        model.inc_grad("W", model.ops.asarray(dW))
+        if latent_edges:
+            model.inc_grad("W", model.ops.asarray(_parent_weight_gradient(Hs, batch.src, dX, nH)))
         model.inc_grad("b", model.ops.asarray(dX.sum(axis=(0, 1))))
         return batch
 
@@ -448,8 +421,6 @@ class ISBNScorer:
         self.nT = model.get_dim("nT")
         self.p = {name: numpy.asarray(model.get_param(name)) for name in PARAMS}
         self.latent_edges = model.attrs["latent_edges"]
-        E = self.p["E"]
-        self._E_padded = numpy.vstack([E, numpy.zeros((1, E.shape[1]), dtype=E.dtype)])
         self.bundle_ranges = model.attrs["bundle_ranges"]
         self.form_ranges = model.attrs["form_ranges"]
         self.label_masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
@@ -461,9 +432,9 @@ class ISBNScorer:
     def pre(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
         """Feed-forward pre-activations eta.  parents: (N, R*nH) (zeros for
         missing sources); feats: (N, F) ids, -1 unused."""
-        E = self._E_padded
-        feats = numpy.where(feats >= 0, feats, len(E) - 1)
-        pre = E[feats].sum(axis=1) + self.p["b"]
+        pre = numpy.empty((len(feats), self.nH), dtype=self.p["E"].dtype)
+        pre[:] = self.p["b"]
+        embed_sum(self.p["E"], numpy.ascontiguousarray(feats, dtype="int32"), pre)
         if self.latent_edges:
             pre += parents @ self.p["W"]
         return pre

@@ -291,7 +291,6 @@ class ISBNParser(TrainablePipe):
         self.model.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges]
         self.model.attrs["form_ranges"] = [list(r) for r in lex.form_ranges]
         self.model.attrs["label_masks"] = [list(m) for m in lex.label_kinds]
-        self.model.attrs["feature_columns"] = self.extractor.columns()
 
     def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
         """One derivation per run of consecutive complete sentences of a doc.

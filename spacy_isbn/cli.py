@@ -401,6 +401,9 @@ def main(argv: Optional[List[str]] = None) -> None:
 def _main(argv: Optional[List[str]]) -> None:
     ap = argparse.ArgumentParser(prog="spacy-isbn")
     sub = ap.add_subparsers(dest="cmd", required=True)
+    from .constituency.cli import add_and_run as constituency_commands
+    if constituency_commands(ap, sub, argv):  # ptb-convert, constituency-baselines, -report
+        return
     p = sub.add_parser("fetch", help="get a treebank (copy from --data-dir or download)")
     p.add_argument("treebank", help=TREEBANK_HELP)
     p.add_argument("out_dir", type=Path)

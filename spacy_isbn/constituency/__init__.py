@@ -1,0 +1,1 @@
+"""The constituency side: the PCFG and right-branching baselines, benepar-style span attributes."""

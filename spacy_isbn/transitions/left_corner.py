@@ -1,0 +1,394 @@
+"""The left-corner derivation of Henderson (2003), reused by Titov & Henderson (2007).
+
+A configuration is a stack of nodes over an artificial ROOT node.  Decisions:
+
+* ``SHIFT`` t    -- push the next word as a preterminal with tag id t (the generative model
+  then generates the word given the tag: this is the decision the beam prunes after);
+* ``PROJECT`` Y  -- the top node X becomes the first (left-corner) child of a new node with
+  label id Y, which replaces X on the stack;
+* ``ATTACH``     -- ``[.., Y, X] -> [.., Y]``: X becomes the next child of Y.  Attaching to
+  ROOT gives ROOT its only child and ends the derivation (and so, generatively, the sentence).
+
+``shift(NNP) project(NP) project(S) shift(VBZ) project(VP) shift(RB) attach attach attach``
+builds ``(S (NP (NNP Mary)) (VP (VBZ runs) (RB often)))``.  Only the top of the stack can be a
+preterminal, every node below it is ROOT or a phrase still taking children.
+
+The indicator Phi (:meth:`Configuration.legal_actions`, :meth:`Configuration.legal_labels`)
+allows: SHIFT when the top is a phrase (or ROOT before the first word); PROJECT Y when the
+top is not ROOT, Y has been seen in training as parent of a left corner with the top's
+label or tag, and fewer than ``max_project_run`` projections have been made in a row;
+ATTACH of a phrase to ROOT when its label was seen at the root of a training tree, any other
+ATTACH when three nodes are on the stack.  With the sentence length known (parsing), SHIFT
+needs a word left and ATTACH to ROOT needs none left.
+
+Grammar transform: optionally (``collapse_unaries``) chains of unary phrases are one label
+(``S+VP``), undone when a derivation becomes a tree.  Henderson's treatment of Chomsky
+adjunction as a separate "modifier" attachment is not reproduced: ``project(NP)`` over a
+complete NP followed by attachments builds the same trees.
+
+For the ISBN model each step t has one latent state, for the node on top of the stack.
+:meth:`Configuration.sources` gives the earlier states it is linked to, one per relation in
+``RELATIONS``; :meth:`Configuration.features` the explicit inputs at the addresses in
+``FEATURES``.  State ids are whatever the caller hands :meth:`Configuration.register_state`.
+Everything is plain ints and lists: no spaCy pipeline, no thinc.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from ..corpus.ptb import Tree, collapse_unary_chains, expand_unary_chains
+
+SHIFT, PROJECT, ATTACH = 0, 1, 2
+N_ACTIONS = 3
+ACTION_NAMES = ("SHIFT", "PROJECT", "ATTACH")
+Decision = Tuple[int, int]  # (action, tag id for SHIFT / label id for PROJECT / -1)
+
+ROOT_NODE = 0
+
+# The latent state of step t is linked to the states of earlier steps by these relations
+# (Henderson 2003): the last state with the same top node; the last state of the node below
+# it on the stack (its left-corner ancestor); of its left-corner (first) child; of its most
+# recently attached child.
+RELATIONS = ("top", "ancestor", "left_corner_child", "recent_child")
+N_RELATIONS = len(RELATIONS)
+# Explicit inputs of step t: the previous decision (a flat id, see decision_id); the top's
+# symbol (see Configuration.symbol); the word position of the most recently shifted
+# terminal and of the top's left-corner terminal (the model reads their tag-word pairs).
+FEATURES = ("last_decision", "top.symbol", "shifted.word", "top.left_corner_word")
+N_FEATURES = len(FEATURES)
+
+
+class LeftCornerSystem:
+    """The inventories the derivation needs: phrase labels, tags, and the training
+    statistics behind Phi (left-corner parent labels, root labels, projection runs)."""
+
+    def __init__(self, labels: Sequence[str], tags: Sequence[str],
+                 left_corner_parents: Dict[str, Iterable[str]], root_labels: Iterable[str],
+                 max_project_run: int, collapse_unaries: bool = False):
+        self.labels = list(labels)
+        self.tags = list(tags)
+        self.label_ids = {s: i for i, s in enumerate(self.labels)}
+        self.tag_ids = {s: i for i, s in enumerate(self.tags)}
+        self.left_corner_parents = {k: sorted(v) for k, v in left_corner_parents.items()}
+        self.root_labels = sorted(root_labels)
+        self.max_project_run = max_project_run
+        self.collapse_unaries = collapse_unaries
+        n_labels = len(self.labels)
+        no_parent = tuple([False] * n_labels)
+        # label mask of PROJECT, indexed by the top's symbol (phrase labels, then tags, ROOT)
+        self._project_masks: List[Tuple[bool, ...]] = []
+        for name in self.labels + self.tags:
+            allowed = {self.label_ids[p] for p in self.left_corner_parents.get(name, ())}
+            self._project_masks.append(tuple(i in allowed for i in range(n_labels)))
+        self._project_masks.append(no_parent)
+        self._root_label_ids = frozenset(self.label_ids[s] for s in self.root_labels)
+
+    # -- inventories -------------------------------------------------------------------------
+    @classmethod
+    def from_trees(cls, trees: Iterable[Tree], collapse_unaries: bool = False) -> "LeftCornerSystem":
+        """Read the inventories and Phi's statistics off training trees."""
+        labels: Counter = Counter()
+        tags: Counter = Counter()
+        parents: Dict[str, set] = {}
+        roots = set()
+        max_run = 1
+        for tree in trees:
+            if collapse_unaries:
+                tree = collapse_unary_chains(tree)
+            roots.add(tree.label)
+            stack = [tree]
+            while stack:
+                node = stack.pop()
+                if node.is_preterminal:
+                    tags[node.label] += 1
+                    continue
+                labels[node.label] += 1
+                parents.setdefault(node.children[0].label, set()).add(node.label)
+                stack.extend(node.children)
+            max_run = max(max_run, _max_project_run(tree))
+        return cls(sorted(labels), sorted(tags), parents, roots, max_run, collapse_unaries)
+
+    def to_dict(self) -> dict:
+        return {"labels": self.labels, "tags": self.tags,
+                "left_corner_parents": self.left_corner_parents, "root_labels": self.root_labels,
+                "max_project_run": self.max_project_run, "collapse_unaries": self.collapse_unaries}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LeftCornerSystem":
+        return cls(**data)
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.labels)
+
+    @property
+    def n_symbols(self) -> int:
+        """Node symbols: phrase labels, then tags, then ROOT."""
+        return len(self.labels) + len(self.tags) + 1
+
+    @property
+    def n_decision_ids(self) -> int:
+        """Flat decision ids (see decision_id), plus one for "no previous decision"."""
+        return 2 + len(self.labels) + 1
+
+    def decision_id(self, decision: Decision) -> int:
+        """0 = SHIFT (the tag-word is a feature of its own), 1 = ATTACH, 2 + Y = PROJECT Y."""
+        action, arg = decision
+        if action == SHIFT:
+            return 0
+        if action == ATTACH:
+            return 1
+        return 2 + arg
+
+    def decision_name(self, decision: Decision) -> str:
+        action, arg = decision
+        if action == SHIFT:
+            return f"shift({self.tags[arg]})"
+        if action == PROJECT:
+            return f"project({self.labels[arg]})"
+        return "attach"
+
+    def tag_id(self, tag: str) -> int:
+        try:
+            return self.tag_ids[tag]
+        except KeyError:
+            raise ValueError(f"tag {tag!r} was not seen in training") from None
+
+    def initial(self, n_words: Optional[int] = None) -> "Configuration":
+        """A fresh configuration; ``n_words`` known when parsing, None when generating."""
+        return Configuration(self, n_words)
+
+    # -- oracle and its inverse --------------------------------------------------------------
+    def oracle(self, tree: Tree) -> List[Decision]:
+        """The gold decisions of a tree, each checked against Phi."""
+        if self.collapse_unaries:
+            tree = collapse_unary_chains(tree)
+        decisions: List[Decision] = []
+        for action, symbol in _derive(tree):
+            if action == SHIFT:
+                decisions.append((SHIFT, self.tag_id(symbol)))
+            elif action == PROJECT:
+                if symbol not in self.label_ids:
+                    raise ValueError(f"label {symbol!r} was not seen in training")
+                decisions.append((PROJECT, self.label_ids[symbol]))
+            else:
+                decisions.append((ATTACH, -1))
+        config = self.initial(len(tree.leaves()))
+        for step, decision in enumerate(decisions):
+            if not config.is_legal(decision):
+                raise ValueError(f"{self.decision_name(decision)} at step {step} is not allowed "
+                                 f"by Phi for the tree {tree}")
+            config.apply(decision)
+        return decisions
+
+    def to_tree(self, decisions: Sequence[Decision], words: Sequence[str]) -> Tree:
+        """Replay decisions (checked against Phi) over ``words``; unary chains are expanded."""
+        config = self.initial(len(words))
+        for decision in decisions:
+            if not config.is_legal(decision):
+                raise ValueError(f"illegal decision {self.decision_name(decision)}")
+            config.apply(decision)
+        return config.tree(words)
+
+
+def _derive(tree: Tree) -> Iterator[Tuple[int, Optional[str]]]:
+    """The decisions of a tree with tags and labels as strings: a preterminal is SHIFT; a
+    phrase is its first child's derivation, PROJECT, then each other child's derivation
+    followed by ATTACH; the last ATTACH gives the tree to ROOT."""
+    todo: List[object] = [tree]  # subtrees still to derive, or decisions due after them
+    while todo:
+        item = todo.pop()
+        if isinstance(item, tuple):
+            yield item
+        elif item.is_preterminal:
+            yield SHIFT, item.label
+        else:
+            rest: List[object] = [(PROJECT, item.label)]
+            for child in item.children[1:]:
+                rest += [child, (ATTACH, None)]
+            todo.extend(reversed([item.children[0]] + rest))
+    yield ATTACH, None
+
+
+def _max_project_run(tree: Tree) -> int:
+    best = run = 0
+    for action, _ in _derive(tree):
+        run = run + 1 if action == PROJECT else 0
+        best = max(best, run)
+    return best
+
+
+class Configuration:
+    """Stack, partial tree and the bookkeeping for the relations; cheap to copy.
+
+    Nodes are ints: 0 is ROOT, the others are created by SHIFT and PROJECT.  Per node:
+    ``label`` (label id of a phrase, tag id of a preterminal), ``word`` (word position of a
+    preterminal, -1 for phrases), ``parent``, ``first_word`` (its left-corner terminal),
+    ``lc_child``/``last_child`` and ``last_state`` (the last state with it on top)."""
+
+    __slots__ = ("system", "n_words", "stack", "label", "word", "parent", "first_word",
+                 "lc_child", "last_child", "last_state", "n_shifted", "project_run",
+                 "last_decision", "is_final")
+
+    def __init__(self, system: LeftCornerSystem, n_words: Optional[int] = None):
+        self.system = system
+        self.n_words = n_words
+        self.stack = [ROOT_NODE]
+        self.label = [-1]
+        self.word = [-1]
+        self.parent = [-1]
+        self.first_word = [-1]
+        self.lc_child = [-1]
+        self.last_child = [-1]
+        self.last_state = [-1]
+        self.n_shifted = 0
+        self.project_run = 0
+        self.last_decision: Decision = (-1, -1)
+        self.is_final = False
+
+    def copy(self) -> "Configuration":
+        new = Configuration.__new__(Configuration)
+        new.system = self.system
+        new.n_words = self.n_words
+        new.stack = self.stack[:]
+        new.label = self.label[:]
+        new.word = self.word[:]
+        new.parent = self.parent[:]
+        new.first_word = self.first_word[:]
+        new.lc_child = self.lc_child[:]
+        new.last_child = self.last_child[:]
+        new.last_state = self.last_state[:]
+        new.n_shifted = self.n_shifted
+        new.project_run = self.project_run
+        new.last_decision = self.last_decision
+        new.is_final = self.is_final
+        return new
+
+    @property
+    def top(self) -> int:
+        return self.stack[-1]
+
+    def symbol(self, node: int) -> int:
+        """Phrase label id, len(labels) + tag id for a preterminal, n_symbols - 1 for ROOT."""
+        if node == ROOT_NODE:
+            return self.system.n_symbols - 1
+        if self.word[node] >= 0:
+            return self.system.n_labels + self.label[node]
+        return self.label[node]
+
+    # -- Phi ---------------------------------------------------------------------------------
+    def legal_actions(self) -> List[bool]:
+        """[SHIFT, PROJECT, ATTACH] allowed here (PROJECT: for at least one label)."""
+        if self.is_final:
+            return [False, False, False]
+        top = self.stack[-1]
+        words_left = self.n_words is None or self.n_shifted < self.n_words
+        if top == ROOT_NODE:
+            return [self.n_shifted == 0 and words_left, False, False]
+        is_phrase = self.word[top] < 0
+        shift = is_phrase and words_left
+        project = self.project_run < self.system.max_project_run and any(self.legal_labels())
+        if len(self.stack) > 2:
+            attach = True
+        else:
+            attach = (is_phrase and self.label[top] in self.system._root_label_ids
+                      and (self.n_words is None or self.n_shifted == self.n_words))
+        return [shift, project, attach]
+
+    def legal_labels(self) -> Tuple[bool, ...]:
+        """Label mask of PROJECT (ignores the projection-run bound; see legal_actions)."""
+        return self.system._project_masks[self.symbol(self.stack[-1])]
+
+    def is_legal(self, decision: Decision) -> bool:
+        action, arg = decision
+        if not 0 <= action < N_ACTIONS or not self.legal_actions()[action]:
+            return False
+        if action == PROJECT:
+            return 0 <= arg < self.system.n_labels and self.legal_labels()[arg]
+        if action == SHIFT:
+            return 0 <= arg < len(self.system.tags)
+        return True
+
+    # -- transitions -------------------------------------------------------------------------
+    def apply(self, decision: Decision) -> None:
+        """Apply a decision (not checked: use is_legal)."""
+        action, arg = decision
+        if action == SHIFT:
+            node = self._new_node(arg, self.n_shifted, self.n_shifted)
+            self.stack.append(node)
+            self.n_shifted += 1
+            self.project_run = 0
+        elif action == PROJECT:
+            child = self.stack[-1]
+            node = self._new_node(arg, -1, self.first_word[child])
+            self.parent[child] = node
+            self.lc_child[node] = self.last_child[node] = child
+            self.stack[-1] = node
+            self.project_run += 1
+        elif action == ATTACH:
+            child = self.stack.pop()
+            head = self.stack[-1]
+            self.parent[child] = head
+            self.last_child[head] = child
+            if self.lc_child[head] < 0:
+                self.lc_child[head] = child
+            self.is_final = head == ROOT_NODE
+            self.project_run = 0
+        else:
+            raise ValueError(f"unknown action {action}")
+        self.last_decision = decision
+
+    def _new_node(self, label: int, word: int, first_word: int) -> int:
+        self.label.append(label)
+        self.word.append(word)
+        self.parent.append(-1)
+        self.first_word.append(first_word)
+        self.lc_child.append(-1)
+        self.last_child.append(-1)
+        self.last_state.append(-1)
+        return len(self.label) - 1
+
+    # -- what the ISBN model reads -----------------------------------------------------------
+    def register_state(self, state_id: int) -> None:
+        """Record that latent state ``state_id`` was computed in this configuration."""
+        self.last_state[self.stack[-1]] = state_id
+
+    def sources(self) -> List[int]:
+        """State ids the next latent state is linked to, one per RELATIONS entry (-1: none)."""
+        top = self.stack[-1]
+        last = self.last_state
+        below = self.stack[-2] if len(self.stack) > 1 else -1
+        lc, rc = self.lc_child[top], self.last_child[top]
+        return [last[top], last[below] if below >= 0 else -1,
+                last[lc] if lc >= 0 else -1, last[rc] if rc >= 0 else -1]
+
+    def features(self) -> List[int]:
+        """The explicit inputs, one per FEATURES entry: the previous decision's flat id
+        (``system.n_decision_ids - 1`` at the start), the top's symbol, the position of the
+        last shifted word and of the top's left-corner word (-1: none)."""
+        top = self.stack[-1]
+        prev = (self.system.decision_id(self.last_decision) if self.last_decision[0] >= 0
+                else self.system.n_decision_ids - 1)
+        return [prev, self.symbol(top), self.n_shifted - 1, self.first_word[top]]
+
+    # -- output ------------------------------------------------------------------------------
+    def tree(self, words: Sequence[str]) -> Tree:
+        """The finished tree over ``words`` (unary chains expanded)."""
+        if not self.is_final:
+            raise ValueError("the derivation is not finished")
+        if len(words) != self.n_shifted:
+            raise ValueError(f"{len(words)} words for a derivation of {self.n_shifted}")
+        system = self.system
+        children: List[List[int]] = [[] for _ in self.label]
+        for node in range(1, len(self.label)):
+            children[self.parent[node]].append(node)
+
+        def build(node: int) -> Tree:
+            if self.word[node] >= 0:
+                return Tree(system.tags[self.label[node]], [], words[self.word[node]])
+            kids = sorted(children[node], key=self.first_word.__getitem__)
+            return Tree(system.labels[self.label[node]], [build(k) for k in kids])
+
+        root = build(children[ROOT_NODE][0])
+        return expand_unary_chains(root) if system.collapse_unaries else root

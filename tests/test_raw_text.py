@@ -203,8 +203,10 @@ def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width,
         if not joint:
             for name in ("tagger", "morphologizer"):
                 doc = nlp.get_pipe(name)(doc)
-        [seg] = parser.predict([doc])
-        parser.set_annotations([doc], [seg])
+        [pieces] = parser.predict([doc])
+        parser.set_annotations([doc], [pieces])
+        [(start, seg)] = pieces
+        assert start == 0
         assert len(seg.sentences) > 1
         assert len(seg.kbest) == beam_width
         for score, sentences in seg.kbest:

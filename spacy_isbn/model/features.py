@@ -71,6 +71,15 @@ class SentenceInputs:
                                 lex.input_id("pos", t.pos), self.gen_tag[i], self.gen_bundle[i])
             self.rows[i, 5: 5 + len(feats)] = feats
 
+    def span(self, start: int, end: int) -> "SentenceInputs":
+        """Tokens ``start``..``end`` as a segment of their own."""
+        new = SentenceInputs.__new__(SentenceInputs)
+        new.n = end - start
+        new.records, new.rows = self.records[start:end], self.rows[start:end]
+        new.gen_tag, new.gen_bundle = self.gen_tag[start:end], self.gen_bundle[start:end]
+        new.gen_form = self.gen_form[start:end]
+        return new
+
 
 class JointTables:
     """Input ids of the generated tags and bundles, for joint tagging."""

@@ -10,14 +10,19 @@ the generative scores:
   (in multi-root mode one such sentence can hold several spaCy sentences);
 * ``span._.isbn_logprob``: log P(tree, words) of a span that is one parsed
   sentence (``None`` otherwise);
-* ``doc._.isbn_kbest``: the final beam of the doc's search, as
-  ``[[start, end, analyses]]`` with ``analyses`` = ``[logprob, [[head, label],
-  ...]]`` best first (heads are absolute token indices).
+* ``doc._.isbn_kbest``: the final beam of each piece of the doc's search, as
+  ``[[start, end, analyses], ...]`` with ``analyses`` = ``[logprob, [[head,
+  label], ...]]`` best first (heads are absolute token indices).
 
 A doc is searched as one derivation, its sentences chained as in training.
 Sentence boundaries already on the Doc are respected; where there are none
 the model decides where sentences end: generating end-of-sentence is part of
 every Shift, so the boundaries come out of the same search as the trees.
+A doc longer than ``segment_length`` tokens is cut into pieces searched side
+by side (like separate docs): at a known sentence boundary or after
+sentence-final punctuation once a piece has ``segment_length`` tokens, and
+anywhere at twice that, so a book chapter parses in the time and memory of
+its pages.
 
 Tags: with ``tagging = "pipeline"`` the parser reads ``token.tag_``,
 ``token.pos_`` and ``token.morph`` set by components in front of it (and
@@ -80,6 +85,7 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "tag_top_k": 3,
         "cutoff": 5,
         "max_batch_words": 2000,
+        "segment_length": 1000,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -103,6 +109,7 @@ def make_isbn_parser(
     tag_top_k: int,
     cutoff: int,
     max_batch_words: int,
+    segment_length: int,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -112,11 +119,12 @@ def make_isbn_parser(
     tags from the Doc), "joint" (search over them) or "auto" (joint where the
     Doc has none); tag_top_k: tags and bundles expanded per word when tagging
     jointly; cutoff: rarer values map to unknown classes; max_batch_words:
-    words per training step batch."""
+    words per training step batch; segment_length: docs longer than this are
+    searched in pieces side by side (0: never)."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
-        max_batch_words=max_batch_words, scorer=scorer,
+        max_batch_words=max_batch_words, segment_length=segment_length, scorer=scorer,
     )
 
 
@@ -132,6 +140,30 @@ def parser_score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
     results.update(Scorer.score_deps(examples, "dep", **kwargs))
     results.pop("sents_per_type", None)
     return results
+
+
+SENTENCE_FINAL = frozenset((".", "!", "?", "...", "\u2026", "\u3002", "\uff01", "\uff1f"))
+
+
+def doc_pieces(words: List[str], ends: List[Optional[bool]], length: int) -> List[Tuple[int, int]]:
+    """(start, end) of the pieces a doc is searched in: the whole doc, or if
+    ``length`` > 0, pieces cut once they have ``length`` tokens at the first
+    known sentence end (``ends[i]`` True) or sentence-final punctuation where
+    the model would decide (``ends[i]`` None), or at any such token once
+    they have twice that.  ``ends[i]``: may a sentence end after token i."""
+    n = len(words)
+    if length <= 0 or n <= length:
+        return [(0, n)]
+    out, start = [], 0
+    for i in range(n - 1):
+        size = i + 1 - start
+        if size < length or ends[i] is False:
+            continue
+        if ends[i] is True or words[i] in SENTENCE_FINAL or size >= 2 * length:
+            out.append((start, i + 1))
+            start = i + 1
+    out.append((start, n))
+    return out
 
 
 @util.registry.scorers("spacy_isbn.parser_scorer.v1")
@@ -175,6 +207,7 @@ class ISBNParser(TrainablePipe):
         tag_top_k: int = 3,
         cutoff: int = 5,
         max_batch_words: int = 2000,
+        segment_length: int = 1000,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
@@ -189,7 +222,7 @@ class ISBNParser(TrainablePipe):
             "beam_width": beam_width, "label_top_k": label_top_k,
             "multiroot": multiroot, "tag_attr": tag_attr, "tagging": tagging,
             "tag_top_k": tag_top_k, "cutoff": cutoff,
-            "max_batch_words": max_batch_words,
+            "max_batch_words": max_batch_words, "segment_length": segment_length,
         }
         self.lexicon = Lexicon(cutoff)
         self._extractor: Optional[FeatureExtractor] = None
@@ -434,60 +467,64 @@ class ISBNParser(TrainablePipe):
             self._require_tags(doc)
         return mode == "joint" or (mode == "auto" and bool(self._missing_tags(doc)))
 
-    def predict(self, docs: Iterable[Doc]) -> List[Optional[SegmentParse]]:
-        """Per doc, the parse of the doc searched as one segment (``None`` for
-        an empty doc).  Sentence starts set on the doc (``token.is_sent_start``
-        True or False) are kept; where unset the model decides."""
+    def predict(self, docs: Iterable[Doc]) -> List[List[Tuple[int, SegmentParse]]]:
+        """Per doc, the parses of its pieces (see :func:`doc_pieces`) as
+        ``(first token, parse)``, all docs' pieces searched together.
+        Sentence starts set on the doc (``token.is_sent_start`` True or
+        False) are kept; where unset the model decides."""
         docs = list(docs)
-        out: List[Optional[SegmentParse]] = [None] * len(docs)
+        out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in docs]
         groups: Dict[bool, list] = {False: [], True: []}
         for d, doc in enumerate(docs):
             if len(doc) == 0:
                 continue
             inputs = SentenceInputs(self._records(doc), self.lexicon)
             ends = [doc[i + 1].is_sent_start for i in range(len(doc) - 1)] + [True]
-            groups[self._tags_jointly(doc)].append((d, (inputs, ends)))
+            joint = self._tags_jointly(doc)
+            for start, end in doc_pieces([t.text for t in doc], ends,
+                                         self.cfg.get("segment_length", 0)):
+                groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
         for joint, items in groups.items():
             if items:
                 parses = self._search(joint).parse_many([seg for _, seg in items])
-                for (d, _), parse in zip(items, parses):
-                    out[d] = parse
+                for ((d, start), _), parse in zip(items, parses):
+                    out[d].append((start, parse))
         return out
 
     def set_annotations(self, docs: Iterable[Doc], parses) -> None:
-        for doc, seg in zip(docs, parses):
-            if seg is None:
-                doc._.isbn_logprob = 0.0
-                doc._.isbn_words_logprob = 0.0
-                doc._.isbn_sentences = []
-                doc._.isbn_kbest = []
-                continue
+        for doc, pieces in zip(docs, parses):
             heads = numpy.arange(len(doc), dtype="int64")
             deps = [""] * len(doc)
-            sentences = []
-            for sent in seg.sentences:
-                start, end = sent.start, sent.start + len(sent.heads)
-                sent_heads, sent_labels = self._decode(sent)
-                heads[start:end] = [start + h for h in sent_heads]
-                deps[start:end] = sent_labels
-                sentences.append([start, end, sent.logprob])
-                if sent.tags is not None:
-                    self._set_tags(doc[start:end], sent)
-            analyses = []
-            for score, sents in seg.kbest:
-                tree = []
-                for sent in sents:
+            sentences, kbest = [], []
+            for offset, seg in pieces:
+                for sent in seg.sentences:
+                    start, end = offset + sent.start, offset + sent.start + len(sent.heads)
                     sent_heads, sent_labels = self._decode(sent)
-                    tree.extend([sent.start + h, lab] for h, lab in zip(sent_heads, sent_labels))
-                analyses.append([float(score), tree])
-            arr = numpy.zeros((len(doc), 2), dtype="uint64")
-            arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
-            arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
-            doc.from_array([HEAD, DEP], arr)
-            doc._.isbn_logprob = float(seg.logprob)
-            doc._.isbn_words_logprob = float(seg.words_logprob)
+                    heads[start:end] = [start + h for h in sent_heads]
+                    deps[start:end] = sent_labels
+                    sentences.append([start, end, sent.logprob])
+                    if sent.tags is not None:
+                        self._set_tags(doc[start:end], sent)
+                analyses = []
+                for score, sents in seg.kbest:
+                    tree = []
+                    for sent in sents:
+                        sent_heads, sent_labels = self._decode(sent)
+                        start = offset + sent.start
+                        tree.extend([start + h, lab] for h, lab in zip(sent_heads, sent_labels))
+                    analyses.append([float(score), tree])
+                size = sum(len(sent.heads) for sent in seg.sentences)
+                kbest.append([offset, offset + size, analyses])
+            if pieces:
+                arr = numpy.zeros((len(doc), 2), dtype="uint64")
+                arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
+                arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
+                doc.from_array([HEAD, DEP], arr)
+            # the pieces are independent: their scores add up
+            doc._.isbn_logprob = float(sum(seg.logprob for _, seg in pieces))
+            doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
             doc._.isbn_sentences = sentences
-            doc._.isbn_kbest = [[0, len(doc), analyses]]
+            doc._.isbn_kbest = kbest
 
     def _set_tags(self, span: Span, sent) -> None:
         """Write the tags and morphology a joint search chose."""

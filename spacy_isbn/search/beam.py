@@ -463,6 +463,10 @@ class _Search:
     ``shifted``: outcomes of Shifts of the current word step, at most the
     beam width per segment."""
 
+    # the state pool is compacted once it holds this many states and four
+    # times as many as were live after the last compaction
+    compact_at = 1 << 15
+
     def __init__(self, search: BeamSearch, segments):
         self.s = search
         self.states = search.extractor.new_states(search.multiroot)
@@ -758,7 +762,7 @@ class _Search:
         """Drop the pooled states nothing links to any more, once the pool has
         grown well past what was live at the last compaction."""
         pool = self.pool
-        if pool.size < max(1 << 15, 4 * pool.live):
+        if pool.size < max(self.compact_at, 4 * pool.live):
             return
         referenced = numpy.concatenate([self.states.referenced_ids().astype("int64"),
                                         self.agenda.state, self.shifted.state])

@@ -1,0 +1,130 @@
+"""The compiled configurations and the array search: long docs in pieces,
+state-pool compaction, and configurations that share nothing."""
+import numpy
+import pytest
+
+from spacy_isbn.pipes.isbn_parser import doc_pieces
+from spacy_isbn.search import beam
+from spacy_isbn.transitions._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
+from spacy_isbn.transitions.arc_eager import LEFT, REDUCE, RIGHT, SHIFT
+
+from .conftest import TINY_TREEBANK, make_doc
+from .test_pipe import trained  # noqa: F401 (fixture)
+
+
+def test_doc_pieces():
+    words = "a b . c d e . f g h i j k".split()
+    assert doc_pieces(words, [None] * len(words), 0) == [(0, len(words))]
+    # cut after the first period once a piece has 3 tokens
+    assert doc_pieces(words, [None] * len(words), 3) == [(0, 3), (3, 7), (7, 13)]
+    # a known end is a cut point too; a forbidden one is not
+    ends = [None] * len(words)
+    ends[3], ends[6] = True, False
+    assert doc_pieces(words, ends, 3) == [(0, 3), (3, 9), (9, 13)]
+    # no punctuation: cut at twice the length
+    assert doc_pieces(list("abcdefgh"), [None] * 8, 2) == [(0, 4), (4, 8)]
+
+
+def _words(n):
+    rows = numpy.zeros((n, WORD_ROW_WIDTH), dtype="int32")
+    rows[:, 0] = numpy.arange(n) + 10  # forms
+    rows[:, 5:] = -1
+    return rows
+
+
+def test_configurations_are_independent_copies_and_freed():
+    # features: S0.form, I0.form (address codes 0 and 2, attribute 0)
+    states = ArcEagerStates([0, 2], [0, 0], [100, 200], 3, False)
+    words = _words(40)
+    [root] = states.start(numpy.array([0], "int32"), words[:1])
+    [a] = states.shift(numpy.array([root]), numpy.array([1], "int32"), words[1:2])
+    [b] = states.child(numpy.array([a]), numpy.array([LEFT], "int32"),
+                       numpy.array([2], "int32"), numpy.array([2], "int32"))
+    assert states.stack(a) == [0, 1] and states.stack(b) == [0]
+    assert states.tree(a, 2)[0] == [-1, -1] and states.tree(b, 2)[0] == [2, -1]
+    # a long sentence: the capacity grows with the front, copies keep everything
+    h = b
+    for i in range(2, 39):
+        [h] = states.child(numpy.array([h]), numpy.array([RIGHT], "int32"),
+                           numpy.array([0], "int32"), numpy.array([i + 1], "int32"))
+        [h] = states.shift(numpy.array([h]), numpy.array([-1], "int32"), words[i: i + 1])
+    heads = states.tree(h, 39)[0]
+    assert heads[:3] == [2, 0, 2] and heads[3:-1] == list(range(3, 38)) and heads[-1] == -1
+    assert states.n_live == 2 * 37 + 3
+    src = numpy.empty((1, 7), "int32")
+    feats = numpy.empty((1, states.width), "int32")
+    flags = [numpy.empty((1, 4), "uint8"), numpy.empty((1, 4), "uint8"),
+             numpy.empty(1, "uint8"), numpy.empty(1, "uint8")]
+    states.describe(numpy.array([h]), numpy.zeros(1, "uint8"), src, feats, *flags)
+    assert feats[0, 1:].tolist() == [100 + 47, 200 + 48]  # S0 = word 38, I0 = word 39
+    assert flags[0][0].tolist() == [1, 0, 1, 1]  # the top has its head: no left arc
+    # state ids: referenced ones, remapped
+    ids = states.referenced_ids()
+    assert set(ids[ids >= 0].tolist()) == set(range(40))
+    states.remap(numpy.arange(100, dtype="int32") + 1000)
+    states.describe(numpy.array([h]), numpy.zeros(1, "uint8"), src, feats, *flags)
+    assert src[0, 0] == -1 and src[0, 1] == -1 and src[0, 6] >= 1000
+    states.release(numpy.array([root, a, b, h]))
+    states.release(numpy.array([root]))  # twice: ignored
+    assert states.n_live == 2 * 37 - 1
+
+
+def test_reduce_and_front_is_last():
+    states = ArcEagerStates([], [], [], 2, False)
+    words = _words(3)
+    [h] = states.start(numpy.array([0], "int32"), words[:1])
+    [h] = states.child(numpy.array([h]), numpy.array([RIGHT], "int32"), numpy.zeros(1, "int32"),
+                       numpy.zeros(1, "int32"))
+    [h] = states.shift(numpy.array([h]), numpy.array([1], "int32"), words[1:2])
+    [h] = states.child(numpy.array([h]), numpy.array([RIGHT], "int32"), numpy.ones(1, "int32"),
+                       numpy.full(1, 2, "int32"))
+    [h] = states.shift(numpy.array([h]), numpy.array([3], "int32"), words[2:3])
+    masks, allowed = numpy.empty((1, 4), "uint8"), numpy.empty((1, 4), "uint8")
+    end, root = numpy.empty(1, "uint8"), numpy.empty(1, "uint8")
+    states.describe(numpy.array([h]), numpy.ones(1, "uint8"), numpy.empty((1, 7), "int32"),
+                    numpy.empty((1, 1), "int32"), masks, allowed, end, root)
+    assert masks[0, REDUCE] and masks[0, SHIFT]
+    assert not allowed[0, SHIFT], "the front (word 3) has no head yet"
+    assert not end[0] and not root[0]
+
+
+def _long_doc(nlp, times):
+    words, tags = [], []
+    for _ in range(times):
+        for w, t, h, d in TINY_TREEBANK:
+            words += w + ["."]
+            tags += t + ["."]
+    return words, tags
+
+
+def test_long_doc_is_searched_in_pieces_as_separate_docs(trained):
+    """A doc cut into pieces gets, piece by piece, the analyses each piece
+    gets as a doc of its own; the pieces' scores add up."""
+    nlp, parser, _ = trained
+    parser.cfg.update(beam_width=4, segment_length=12)
+    words, tags = _long_doc(nlp, 2)
+    doc = parser(make_doc(nlp.vocab, words, tags))
+    pieces = doc_pieces(words, [None] * len(words), 12)
+    assert len(pieces) > 2
+    assert [k[:2] for k in doc._.isbn_kbest] == [list(p) for p in pieces]
+    parser.cfg["segment_length"] = 0
+    total = 0.0
+    for start, end in pieces:
+        alone = parser(make_doc(nlp.vocab, words[start:end], tags[start:end]))
+        assert [t.head.i + start for t in alone] == [t.head.i for t in doc[start:end]]
+        assert [t.dep_ for t in alone] == [t.dep_ for t in doc[start:end]]
+        total += alone._.isbn_logprob
+    assert doc._.isbn_logprob == pytest.approx(total, abs=1e-3)
+    parser.cfg.update(segment_length=1000, beam_width=10)
+
+
+def test_state_pool_compaction_changes_nothing(trained, monkeypatch):
+    nlp, parser, _ = trained
+    parser.cfg.update(beam_width=6, segment_length=0)
+    words, tags = _long_doc(nlp, 2)
+    plain = parser(make_doc(nlp.vocab, words, tags))
+    monkeypatch.setattr(beam._Search, "compact_at", 1)  # compact after every round
+    compacted = parser(make_doc(nlp.vocab, words, tags))
+    assert [t.head.i for t in compacted] == [t.head.i for t in plain]
+    assert compacted._.isbn_kbest == plain._.isbn_kbest
+    parser.cfg.update(beam_width=10, segment_length=1000)

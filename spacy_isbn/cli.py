@@ -485,6 +485,9 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--parse-words", type=int, default=3000)
     p.add_argument("--train-words", type=int, default=6000)
+    from .dbn.cli import add_and_run as dbn_commands
+    if dbn_commands(ap, sub, argv):  # dbn-data, dbn-report
+        return
     p = sub.add_parser("benchmark", help="isbn_parser vs spaCy's parser: accuracy, speed, memory, training time")
     p.add_argument("--treebank", required=True)
     p.add_argument("--isbn-model", type=Path, required=True)

@@ -503,6 +503,11 @@ def _main(argv: Optional[List[str]]) -> None:
                    help="raw: whole pipelines on the words of each test document, CoNLL 2018 "
                         "scores; gold / pipeline: the parsers with gold / predicted tags")
     p.add_argument("--raw-beams", default="1,10", help="isbn_parser beams in the raw setting")
+    p.add_argument("--long-doc-tokens", type=int, default=100000,
+                   help="gold setting: also parse one doc of this many tokens without sentence "
+                        "boundaries, beam 10 (0: skip)")
+    p.add_argument("--processes", type=int, default=2,
+                   help="gold setting: also time nlp.pipe(n_process=N) against one process (1: skip)")
     p.add_argument("--test-conll", type=Path, default=None,
                    help="test CoNLL file whose documents raw parses (default: the test file "
                         "in assets/TREEBANK, from its meta.json)")
@@ -575,7 +580,8 @@ def _main(argv: Optional[List[str]]) -> None:
             documents=document_list(args.treebank, args.data_dir), conllx_tags=args.conllx_tags,
             rounds=args.rounds,
             batch_size=args.batch_size, limit=args.limit, isbn_timing=args.isbn_timing,
-            baseline_timing=args.baseline_timing)
+            baseline_timing=args.baseline_timing, long_doc_tokens=args.long_doc_tokens,
+            processes=args.processes)
         write_benchmark(result, args.out_dir, args.treebank)
 
 

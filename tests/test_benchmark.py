@@ -133,8 +133,8 @@ def test_render_benchmark_markdown_from_fake_metrics():
     assert "| spaCy parser, gold tags | 80.00 | 85.00 |" in md
     assert "| isbn_parser b=10, pipeline tags | 81.00 |" in md
     # one speed row per parser: alone (gold tags) and pipeline side by side
-    assert "| spaCy parser | 10000 | 1.00 | 10000 | 1.00 | 3.0 | 3.0 |" in md
-    assert "| isbn_parser b=1 | 500 | 0.05 | 500 | 0.05 | 3.0 | 3.0 |" in md
+    assert "| spaCy parser | 10000 | 1.00 | - | - | 10000 | 1.00 | 3.0 | 3.0 |" in md
+    assert "| isbn_parser b=1 | 500 | 0.05 | - | - | 500 | 0.05 | 3.0 | 3.0 |" in md
     assert "| spaCy tagger,morphologizer,parser | 100.0 | 800 | 600 | 0.74 | 80.5 | 75.0 |" in md
     assert "| isbn_parser | not recorded" in md
     assert "Root precision" in md and "to root" in md
@@ -149,7 +149,7 @@ def test_render_benchmark_markdown_tolerates_missing_speed():
         s.pop("ratio_to_spacy")
         s.pop("peak_memory_bytes")
     md = bm.render_benchmark_markdown(result)
-    assert "| spaCy parser | - | - | - | - | - | - |" in md
+    assert "| spaCy parser | - | - | - | - | - | - | - | - |" in md
 
 
 def test_write_benchmark(tmp_path):
@@ -479,7 +479,7 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     monkeypatch.setattr(ISBNParser, "pipe", failing_pipe)
     result = bm.run_benchmark("tiny", root / "isbn", root / "baseline",
                               root / "corpus" / "test.spacy", beams=(1,), raw_beams=(1, 2),
-                              test_conll=conllu, rounds=1)
+                              test_conll=conllu, rounds=1, long_doc_tokens=40, processes=2)
     raw = result["raw_text"]
     assert (raw["docs"], raw["sentences"], raw["words"]) == (2, 5, 18)
     assert raw["documents"] == "# newdoc comments"
@@ -506,9 +506,20 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
                                       "spaCy parser, pipeline tags", "isbn_parser b=1, pipeline tags"}
     assert result["systems"]["isbn_parser b=1, gold tags"]["metrics"]["n_words"] == 18
     assert "raw_text" in result["method"] and "parser_alone" in result["method"]
+    # the ceiling: the search's time in array work
+    gold_row = result["systems"]["isbn_parser b=1, gold tags"]
+    assert 0.0 < gold_row["search_array_share"] <= 1.0
+    assert gold_row["array_words_per_second"] >= gold_row["words_per_second"]
+    # one long doc without sentence boundaries, and two processes giving the same output
+    long_doc = result["scale"]["long_document"]
+    assert long_doc["tokens"] == 40 and long_doc["sentences"] >= 1
+    assert long_doc["words_per_second"] > 0 and long_doc["peak_memory_bytes"] > 0
+    assert [p["beam"] for p in result["scale"]["processes"]] == [1, 10]
+    assert all(p["identical"] for p in result["scale"]["processes"])
     paths = bm.write_benchmark(result, tmp_path)
     md = paths["md"].read_text(encoding="utf8")
     assert md.index("## Raw text") < md.index("## Table 1")
+    assert "## One long document" in md and "## Processes" in md
     assert srsly.read_json(paths["json"])["raw_text"]["words"] == 18
 
 

@@ -425,6 +425,84 @@ def _inputs(refs, setting: str, relax: bool, vocab=None):
     return out
 
 
+def _isbn_pipe(spec: dict):
+    """The isbn_parser a system runs, if any."""
+    if spec.get("parser") != ISBN:
+        return None
+    if "pipe" in spec:
+        return spec["pipe"]
+    nlp = spec["nlp"]
+    return next(nlp.get_pipe(n) for n in spec["components"]
+                if nlp.get_pipe_meta(n).factory == "isbn_parser")
+
+
+def _gold_columns(refs, n_tokens: int) -> dict:
+    """Words, tags, POS and morphology of ``refs``, repeated to ``n_tokens``."""
+    cols: Dict[str, list] = {"words": [], "spaces": [], "tags": [], "pos": [], "morphs": []}
+    while len(cols["words"]) < n_tokens:
+        for ref in refs:
+            cols["words"] += [t.text for t in ref]
+            cols["spaces"] += [bool(t.whitespace_) for t in ref]
+            cols["tags"] += [t.tag_ for t in ref]
+            cols["pos"] += [t.pos_ for t in ref]
+            cols["morphs"] += [str(t.morph) for t in ref]
+    return {k: v[:n_tokens] for k, v in cols.items()}
+
+
+def long_document_speed(nlp, pipe_name: str, refs, n_tokens: int, beam: int) -> dict:
+    """isbn_parser alone on one doc of ``n_tokens`` test tokens (gold tags,
+    repeated as needed) with no sentence boundaries: words/sec of an untraced
+    pass and the tracemalloc peak of a second one."""
+    from spacy.tokens import Doc
+
+    columns = _gold_columns(refs, n_tokens)
+    pipe = nlp.get_pipe(pipe_name)
+    pipe.cfg["beam_width"] = beam
+    out = {"tokens": n_tokens, "beam": beam, "segment_length": pipe.cfg.get("segment_length")}
+    with nlp.select_pipes(enable=[pipe_name]):
+        for traced in (False, True):
+            doc = Doc(nlp.vocab, **columns)
+            gc.collect()
+            if traced:
+                tracemalloc.start()
+                tracemalloc.reset_peak()
+            start = time.perf_counter()
+            doc = nlp(doc)
+            elapsed = time.perf_counter() - start
+            if traced:
+                out["peak_memory_bytes"] = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            else:
+                out["words_per_second"] = n_tokens / elapsed
+                out["sentences"] = len(doc._.isbn_sentences)
+    _log(f"[long document] {n_tokens} tokens, beam {beam}: {out['words_per_second']:.0f} "
+         f"words/s, peak {out['peak_memory_bytes'] / MIB:.1f} MiB")
+    return out
+
+
+def process_speedup(nlp, pipe_name: str, refs, n_process: int, batch_size: int, beam: int) -> dict:
+    """isbn_parser alone (gold tags) through ``nlp.pipe`` in one process and
+    in ``n_process``: words/sec of each and whether the outputs are identical."""
+    pipe = nlp.get_pipe(pipe_name)
+    pipe.cfg["beam_width"] = beam
+    n_words = sum(len(d) for d in refs)
+    out = {"n_process": n_process, "beam": beam}
+    parses = {}
+    with nlp.select_pipes(enable=[pipe_name]):
+        for n in (1, n_process):
+            docs = _inputs(refs, "gold", False)
+            gc.collect()
+            start = time.perf_counter()
+            parses[n] = [[(t.head.i, t.dep_) for t in d] + [d._.isbn_logprob]
+                         for d in nlp.pipe(docs, batch_size=batch_size, n_process=n)]
+            out[f"words_per_second_{n}"] = n_words / (time.perf_counter() - start)
+    out["speedup"] = out[f"words_per_second_{n_process}"] / out["words_per_second_1"]
+    out["identical"] = parses[1] == parses[n_process]
+    _log(f"[processes] beam {beam}: x{out['speedup']:.2f} with {n_process}, "
+         f"identical {out['identical']}")
+    return out
+
+
 def _score(preds, refs) -> dict:
     from spacy.training import Example
 
@@ -503,14 +581,19 @@ def run_benchmark(
     limit: int = 0,
     isbn_timing: Optional[Path] = None,
     baseline_timing: Optional[Path] = None,
+    long_doc_tokens: int = 100000,
+    processes: int = 2,
 ) -> dict:
     """Score and time the systems of each of ``settings`` (see the module
     docstring): ``raw`` parses the documents of ``test_conll`` (split with
     ``documents`` when it has no ``# newdoc`` comments; its tag columns as
     ``conllx_tags``, see :func:`read_documents`) at ``raw_beams``;
     ``gold`` and ``pipeline`` parse ``test_path`` at ``beams``.  ``limit``
-    keeps the first N docs of each.  Returns the JSON-serialisable result
-    (see :func:`render_benchmark_markdown`)."""
+    keeps the first N docs of each.  With the gold setting, also one doc of
+    ``long_doc_tokens`` tokens without sentence boundaries
+    (:func:`long_document_speed`) and ``nlp.pipe(n_process=processes)``
+    (:func:`process_speedup`).  Returns the JSON-serialisable result (see
+    :func:`render_benchmark_markdown`)."""
     import spacy
     from spacy.tokens import DocBin
 
@@ -623,11 +706,29 @@ def run_benchmark(
              f"{elapsed:.1f}s (traced), peak {peak / MIB:.1f} MiB")
 
     seconds: Dict[Tuple[str, str], List[float]] = {key: [] for key in systems}
+    search: Dict[Tuple[str, str], Dict[str, float]] = {}
     for r, key in round_robin(list(systems), rounds):
+        pipe = _isbn_pipe(systems[key])
+        if pipe is not None:
+            pipe.search_timing.update(array_seconds=0.0, total_seconds=0.0)
         elapsed, _ = run(key, False)
         seconds[key].append(elapsed)
+        if pipe is not None:
+            for name, value in pipe.search_timing.items():
+                search.setdefault(key, {}).setdefault(name, 0.0)
+                search[key][name] += value
         _log(f"[round {r + 1}/{rounds}] {key[0]}, {key[1]}: "
              f"{systems[key]['words'] / max(elapsed, 1e-9):.0f} words/s")
+    scale = {}
+    if "gold" in settings and long_doc_tokens:
+        scale["long_document"] = long_document_speed(nlp, ISBN, refs, long_doc_tokens, beam=10)
+        batched = results.get(("gold", system_name(ISBN, 10, "gold")), {}).get("words_per_second")
+        if batched:
+            scale["long_document"]["ratio_to_batched"] = (
+                scale["long_document"]["words_per_second"] / batched)
+    if "gold" in settings and processes > 1:
+        scale["processes"] = [process_speedup(nlp, ISBN, refs, processes, batch_size, beam=b)
+                              for b in (1, 10)]
     for pipe in (isbn, raw_isbn):
         pipe.cfg.update(saved_cfg)
 
@@ -635,6 +736,13 @@ def run_benchmark(
         keys = [k for k in seconds if k[0] == setting]
         for k in keys:
             results[k].update(median_speed(systems[k]["words"], seconds[k]))
+            if search.get(k, {}).get("total_seconds"):
+                # the ceiling: the search's share of time in the model's array work,
+                # and the words/sec if everything else were free
+                results[k]["search_array_share"] = (search[k]["array_seconds"]
+                                                    / search[k]["total_seconds"])
+                results[k]["array_words_per_second"] = (
+                    systems[k]["words"] * len(seconds[k]) / search[k]["array_seconds"])
         reference = raw_system_name(None) if setting == RAW else system_name(SPACY, None, setting)
         ratios = speed_ratios({k[1]: results[k]["words_per_second"] for k in keys}, reference)
         for k in keys:
@@ -685,6 +793,7 @@ def run_benchmark(
         "words": n_words, "batch_size": batch_size, "rounds": rounds, "beams": list(beams),
         "multiroot": multiroot, "settings": settings,
         "raw_text": raw,
+        "scale": scale,
         "systems": {name: r for (setting, name), r in results.items() if setting != RAW},
         "training": {TRAINED["baseline"]: _load_timing(baseline_timing),
                      TRAINED["isbn"]: _load_timing(isbn_timing)},
@@ -718,6 +827,7 @@ def render_benchmark_markdown(result: dict) -> str:
         out += [render_markdown({n: s["metrics"] for n, s in systems.items()}).rstrip("\n"), ""]
         out += _speed_section(systems)
 
+    out += _scale_section(result.get("scale") or {})
     out += ["## Table 4: Training wall time", ""]
     header = ["System", "Total (s)", "Steps", "Best step", "Best dev score",
               "To best, measured (s)", "To best, estimate (s)"]
@@ -764,7 +874,8 @@ def _raw_text_section(raw: dict) -> List[str]:
 
 def _speed_section(systems: dict) -> List[str]:
     out = ["## Table 3: Speed and memory", ""]
-    header = ["Parser", "Parser alone words/s", "x spaCy", "Whole pipeline words/s", "x spaCy",
+    header = ["Parser", "Parser alone words/s", "x spaCy", "Array work share",
+              "Array work alone words/s", "Whole pipeline words/s", "x spaCy",
               "Peak MiB (alone)", "Peak MiB (pipeline)"]
     by_core: Dict[Tuple[str, Optional[int]], Dict[str, dict]] = {}
     for s in systems.values():
@@ -775,10 +886,33 @@ def _speed_section(systems: dict) -> List[str]:
         rows.append([
             _cell(parser if beam is None else f"{parser} b={beam}"),
             _fmt_wps(g.get("words_per_second")), _fmt_ratio(g.get("ratio_to_spacy")),
+            _fmt_ratio(g.get("search_array_share")), _fmt_wps(g.get("array_words_per_second")),
             _fmt_wps(p.get("words_per_second")), _fmt_ratio(p.get("ratio_to_spacy")),
             _mib(g.get("peak_memory_bytes")), _mib(p.get("peak_memory_bytes")),
         ])
     return out + _table(header, rows) + [""]
+
+
+def _scale_section(scale: dict) -> List[str]:
+    out = []
+    long_doc = scale.get("long_document")
+    if long_doc:
+        out += ["## One long document", "",
+                f"isbn_parser alone, beam {long_doc['beam']}, on one doc of {long_doc['tokens']} "
+                "test tokens (gold tags, repeated) with no sentence boundaries: "
+                f"{_fmt_wps(long_doc.get('words_per_second'))} words/s "
+                f"({_fmt_ratio(long_doc.get('ratio_to_batched'))} x the batched test-set figure "
+                f"at the same beam), peak {_mib(long_doc.get('peak_memory_bytes'))} MiB, "
+                f"{long_doc.get('sentences')} sentences found.", ""]
+    if scale.get("processes"):
+        out += ["## Processes", ""]
+        header = ["Beam", "1 process words/s", "n processes words/s", "Speed-up", "Identical"]
+        rows = [[_fmt(p["beam"]), _fmt_wps(p["words_per_second_1"]),
+                 _fmt_wps(p[f"words_per_second_{p['n_process']}"]),
+                 f"x{p['speedup']:.2f} ({p['n_process']})", str(p["identical"])]
+                for p in scale["processes"]]
+        out += _table(header, rows) + [""]
+    return out
 
 
 def _fmt_wps(value) -> str:

@@ -496,7 +496,7 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("--out-dir", type=Path, default=Path("metrics"))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--beams", default="1,5,10")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=1000, help="nlp.pipe batch size (spaCy's default)")
     p.add_argument("--limit", type=int, default=0,
                    help="only the first N test docs, and the first N documents in raw (0: all)")
     p.add_argument("--settings", default="raw,gold,pipeline",

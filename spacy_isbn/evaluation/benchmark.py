@@ -577,7 +577,7 @@ def run_benchmark(
     documents: Optional[Path] = None,
     conllx_tags: str = "postag",
     rounds: int = 3,
-    batch_size: int = 64,
+    batch_size: int = 1000,
     limit: int = 0,
     isbn_timing: Optional[Path] = None,
     baseline_timing: Optional[Path] = None,

@@ -177,9 +177,9 @@ def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, la
             a = scorer.refine(eta, eta, **prior)
             if action in (LEFT, RIGHT):
                 kind = config.label_kind(action)
-                total += scorer.labels(scorer.means(a)[0], action, kind)[label]
+                total += scorer.label_logprobs(scorer.means(a), action, [kind])[0, label]
                 a = scorer.refine(eta, a, label=numpy.array([label]), kind=numpy.array([kind]),
-                                  right=numpy.array([action == RIGHT]), **prior)
+                                  **prior)
             elif action == SHIFT:
                 lp, a = word(eta, a, prior, config.front, config.end_is_legal())
                 total += lp

@@ -89,7 +89,7 @@ def test_decision_distributions_sum_to_one(multiroot):
             total = 0.0
             for a in (LEFT, RIGHT):
                 if legal[a]:
-                    total += act[a] * numpy.exp(scorer.labels(H[0], a, config.label_kind(a))).sum()
+                    total += act[a] * numpy.exp(scorer.label_logprobs(H, a, [config.label_kind(a)])[0]).sum()
             if legal[REDUCE]:
                 total += act[REDUCE]
             if legal[SHIFT]:
@@ -151,7 +151,7 @@ def test_forward_log_likelihood_matches_step_scorer():
             H = state(config)
             total += scorer.actions(H, numpy.array([config.legal_actions()]))[0, action]
             if action in (LEFT, RIGHT):
-                total += scorer.labels(H[0], action, config.label_kind(action))[label]
+                total += scorer.label_logprobs(H, action, [config.label_kind(action)])[0, label]
             elif action == SHIFT:
                 k = config.front
                 end = numpy.array([config.end_is_legal()])

@@ -6,7 +6,9 @@ import pytest
 from spacy_isbn.pipes.isbn_parser import doc_pieces
 from spacy_isbn.search import beam
 from spacy_isbn.transitions._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
-from spacy_isbn.transitions.arc_eager import LEFT, REDUCE, RIGHT, SHIFT
+from spacy_isbn.transitions.arc_eager import (
+    LABELS_LEFT, LABELS_RIGHT, LEFT, REDUCE, RIGHT, SHIFT,
+)
 
 from .conftest import TINY_TREEBANK, make_doc
 from .test_pipe import trained  # noqa: F401 (fixture)
@@ -54,7 +56,7 @@ def test_configurations_are_independent_copies_and_freed():
     src = numpy.empty((1, 7), "int32")
     feats = numpy.empty((1, states.width), "int32")
     flags = [numpy.empty((1, 4), "uint8"), numpy.empty((1, 4), "uint8"),
-             numpy.empty(1, "uint8"), numpy.empty(1, "uint8")]
+             numpy.empty(1, "uint8"), numpy.empty((1, 2), "int32")]
     states.describe(numpy.array([h]), numpy.zeros(1, "uint8"), src, feats, *flags)
     assert feats[0, 1:].tolist() == [100 + 47, 200 + 48]  # S0 = word 38, I0 = word 39
     assert flags[0][0].tolist() == [1, 0, 1, 1]  # the top has its head: no left arc
@@ -80,12 +82,12 @@ def test_reduce_and_front_is_last():
                        numpy.full(1, 2, "int32"))
     [h] = states.shift(numpy.array([h]), numpy.array([3], "int32"), words[2:3])
     masks, allowed = numpy.empty((1, 4), "uint8"), numpy.empty((1, 4), "uint8")
-    end, root = numpy.empty(1, "uint8"), numpy.empty(1, "uint8")
+    end, kinds = numpy.empty(1, "uint8"), numpy.empty((1, 2), "int32")
     states.describe(numpy.array([h]), numpy.ones(1, "uint8"), numpy.empty((1, 7), "int32"),
-                    numpy.empty((1, 1), "int32"), masks, allowed, end, root)
+                    numpy.empty((1, 1), "int32"), masks, allowed, end, kinds)
     assert masks[0, REDUCE] and masks[0, SHIFT]
     assert not allowed[0, SHIFT], "the front (word 3) has no head yet"
-    assert not end[0] and not root[0]
+    assert not end[0] and kinds[0].tolist() == [LABELS_LEFT, LABELS_RIGHT]
 
 
 def _long_doc(nlp, times):

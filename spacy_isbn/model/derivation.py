@@ -11,8 +11,7 @@ from typing import List, Sequence
 import numpy
 
 from ..transitions.arc_eager import (
-    ACTION_NAMES, INPUT_CONTEXT, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_ACTIONS,
-    N_RELATIONS, RIGHT, SHIFT,
+    ACTION_NAMES, ARC_EAGER, INPUT_CONTEXT, LEFT, N_ACTIONS, N_RELATIONS, RIGHT, SHIFT,
 )
 from .features import FeatureExtractor, SentenceInputs
 
@@ -64,7 +63,7 @@ def build_derivation(
     gen_bundle = numpy.full((limit,), -1, dtype="int32")
     gen_form = numpy.full((limit,), -1, dtype="int32")
     allowed = numpy.zeros((1, N_ACTIONS), dtype="uint8")
-    root_top = numpy.zeros(1, dtype="uint8")
+    kinds = numpy.zeros((1, 2), dtype="int32")
     no = numpy.zeros(1, dtype="uint8")
     # state 0: the initial decision generates word 1 from an empty history
     feats[0, 0] = 0
@@ -77,7 +76,7 @@ def build_derivation(
             if t >= limit:
                 raise ValueError("oracle did not terminate")
             states.describe(handle, no, src[t: t + 1], feats[t: t + 1], masks[t: t + 1], allowed,
-                            end_legal[t: t + 1], root_top)
+                            end_legal[t: t + 1], kinds)
             act = states.oracle(handle[0], heads)
             if not masks[t, act]:
                 raise ValueError(
@@ -88,8 +87,7 @@ def build_derivation(
             if act in (LEFT, RIGHT):
                 lab = gold_labels[front if act == RIGHT else states.stack(handle[0])[-1]]
                 label[t] = lab
-                label_kind[t] = LABELS_LEFT if act == LEFT else (
-                    LABELS_ROOT if root_top[0] else LABELS_RIGHT)
+                label_kind[t] = kinds[0, ARC_EAGER.labelled_actions.index(act)]
             if act == SHIFT:
                 if front < n:  # the next word is generated; after the last, END
                     gen_tag[t] = sent.gen_tag[front]

@@ -22,7 +22,7 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats1d
 
-from ..transitions.arc_eager import LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, N_ACTIONS, N_RELATIONS, RIGHT
+from ..transitions.arc_eager import ARC_EAGER
 from . import meanfield
 from ._embed import embed_scatter, embed_sum
 from .derivation import DerivationBatch
@@ -41,8 +41,11 @@ def build_isbn_model(
     iterations: int = 3,
 ) -> Model[DerivationBatch, Floats1d]:
     """Dims that depend on the training data (nF rows, labels, tags, bundles,
-    forms) are set by the pipe's ``initialize``.  ``iterations``: mean-field
-    ascent steps after each elementary decision (``"meanfield"`` only)."""
+    forms) are set by the pipe's ``initialize``, those of the transition system
+    (nA actions, nR relations, nK label blocks, and ``label_blocks``: each
+    action's block) by the pipe too; the defaults are the arc-eager system's.
+    ``iterations``: mean-field ascent steps after each elementary decision
+    (``"meanfield"`` only)."""
     if approximation not in ("feedforward", "meanfield"):
         raise ValueError(
             f"approximation={approximation!r}: use 'feedforward' or 'meanfield'"
@@ -53,7 +56,9 @@ def build_isbn_model(
         "isbn",
         forward,
         init=init,
-        dims={"nH": hidden_width, "nF": None, "nL": None, "nT": None, "nB": None, "nV": None},
+        dims={"nH": hidden_width, "nF": None, "nL": None, "nT": None, "nB": None, "nV": None,
+              "nA": ARC_EAGER.n_actions, "nR": ARC_EAGER.n_relations,
+              "nK": len(ARC_EAGER.labelled_actions)},
         params={name: None for name in PARAMS},
         attrs={
             "features": features,
@@ -64,8 +69,9 @@ def build_isbn_model(
             # tag -> (start, end) of its bundles / forms: the Phi of generation
             "bundle_ranges": [],
             "form_ranges": [],
-            # label masks per arc kind (left / right / from root), lists of bools
+            # label masks per label kind (arc-eager: left / right / from root), lists of bools
             "label_masks": [],
+            "label_blocks": list(ARC_EAGER.label_blocks),
         },
     )
 
@@ -82,12 +88,13 @@ def init(model: Model, X=None, Y=None) -> Model:
         return ops.asarray(rng.normal(0.0, s, shape).astype("float32"))
 
     model.set_param("E", normal(nF, nH))
-    model.set_param("W", normal(N_RELATIONS * nH, nH, s=scale / 2))
+    nA, nR, nK = model.get_dim("nA"), model.get_dim("nR"), model.get_dim("nK")
+    model.set_param("W", normal(nR * nH, nH, s=scale / 2))
     model.set_param("b", ops.alloc1f(nH))
-    model.set_param("Wa", normal(N_ACTIONS, nH))
-    model.set_param("ba", ops.alloc1f(N_ACTIONS))
-    model.set_param("Wl", normal(2 * nL, nH))
-    model.set_param("bl", ops.alloc1f(2 * nL))
+    model.set_param("Wa", normal(nA, nH))
+    model.set_param("ba", ops.alloc1f(nA))
+    model.set_param("Wl", normal(nK * nL, nH))
+    model.set_param("bl", ops.alloc1f(nK * nL))
     model.set_param("Wt", normal(nT + 1, nH))
     model.set_param("bt", ops.alloc1f(nT + 1))
     model.set_param("Wb", normal(nB, nH))
@@ -100,6 +107,12 @@ def init(model: Model, X=None, Y=None) -> Model:
 def _log_softmax(logits):
     mx = logits.max(axis=-1, keepdims=True)
     return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=-1, keepdims=True)) + mx)
+
+
+def _logsumexp(logits) -> numpy.ndarray:
+    """Row-wise log-sum-exp."""
+    mx = logits.max(axis=1)
+    return numpy.log(numpy.exp(logits - mx[:, None]).sum(axis=1)) + mx
 
 
 def _masked_log_softmax(logits, mask):
@@ -181,23 +194,27 @@ class Decisions:
     """Builds the :class:`~.meanfield.Observed` view of decisions (which head,
     which Phi) from a model's parameters, for the training pass and the search."""
 
-    def __init__(self, p: dict, nL: int, nT: int, label_masks, bundle_ranges, form_ranges):
+    def __init__(self, p: dict, nL: int, nT: int, label_masks, label_blocks, bundle_ranges,
+                 form_ranges):
         self.p, self.nL, self.nT = p, nL, nT
         self.label_masks = numpy.asarray(label_masks, dtype=bool)
+        self.label_blocks = numpy.asarray(label_blocks, dtype="int64")
         self.bundle_ranges, self.form_ranges = bundle_ranges, form_ranges
 
     def action(self, rows, masks, actions) -> List[Observed]:
         return [Observed(rows, self.p["Wa"], self.p["ba"], masks, actions, ("Wa", "ba"))]
 
-    def label(self, rows, kinds, right, labels) -> List[Observed]:
-        """Left arcs read the first nL label rows, right arcs the second nL."""
+    def label(self, rows, kinds, actions, labels) -> List[Observed]:
+        """Each labelled action reads its own block of nL label rows
+        (arc-eager: left arcs the first, right arcs the second), masked by
+        the label kind's mask."""
         nL = self.nL
-        right = numpy.asarray(right, dtype=bool)
-        mask = numpy.zeros((len(rows), 2 * nL), dtype=bool)
-        mask[~right, :nL] = self.label_masks[numpy.asarray(kinds)[~right]]
-        mask[right, nL:] = self.label_masks[numpy.asarray(kinds)[right]]
+        blocks = self.label_blocks[numpy.asarray(actions)]
+        mask = numpy.zeros((len(rows), self.p["Wl"].shape[0]), dtype=bool)
+        cols = blocks[:, None] * nL + numpy.arange(nL)
+        mask[numpy.arange(len(rows))[:, None], cols] = self.label_masks[numpy.asarray(kinds)]
         return [Observed(rows, self.p["Wl"], self.p["bl"], mask,
-                         numpy.asarray(labels) + right * nL, ("Wl", "bl"))]
+                         numpy.asarray(labels) + blocks * nL, ("Wl", "bl"))]
 
     def tag(self, rows, end_legal, tags) -> List[Observed]:
         """Column nT is end of sentence."""
@@ -246,8 +263,7 @@ def _head_decisions(dec: Decisions, batch: DerivationBatch, key: str, b, t) -> L
     if key == "a":
         return dec.action(rows, batch.action_mask[b, t], batch.action[b, t])
     if key == "l":
-        return dec.label(rows, batch.label_kind[b, t], batch.action[b, t] == RIGHT,
-                         batch.label[b, t])
+        return dec.label(rows, batch.label_kind[b, t], batch.action[b, t], batch.label[b, t])
     if key == "t":
         return dec.tag(rows, batch.end_legal[b, t], batch.gen_tag[b, t])
     if key == "b":
@@ -297,7 +313,8 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     Hs = numpy.zeros((B, T, nH), dtype=dtype)
     p = {name: model.get_param(name) for name in PARAMS}
     dec = Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
-                    model.attrs["bundle_ranges"], model.attrs["form_ranges"])
+                    model.attrs["label_blocks"], model.attrs["bundle_ranges"],
+                    model.attrs["form_ranges"])
     slots = _slots(batch)
     # the means each head's decisions are scored with: the final ones
     # (feed-forward) or those before the decision (mean field)
@@ -426,7 +443,9 @@ class ISBNScorer:
         self.label_masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
         self.meanfield = model.attrs["approximation"] == "meanfield"
         self.iterations = model.attrs.get("iterations", 0)
-        self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks,
+        self._stacked: dict = {}  # tag -> its bundle and form weights, see bundle_and_form
+        self.label_blocks = list(model.attrs["label_blocks"])
+        self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
 
     def pre(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
@@ -447,7 +466,7 @@ class ISBNScorer:
     def means(a: numpy.ndarray) -> numpy.ndarray:
         return _sigmoid(a)
 
-    def refine(self, eta, a, action=None, action_mask=None, label=None, kind=None, right=None,
+    def refine(self, eta, a, action=None, action_mask=None, label=None, kind=None,
                tag=None, end_legal=None, bundle=None, form=None) -> numpy.ndarray:
         """Logits of the means once the given decisions (one per row, made in
         the order action, label or tag, bundle, form) are observed, from ``a``,
@@ -459,7 +478,7 @@ class ISBNScorer:
         if action is not None:
             observed += dec.action(rows, action_mask, action)
         if label is not None:
-            observed += dec.label(rows, kind, right, label)
+            observed += dec.label(rows, kind, action, label)
         if tag is not None:
             observed += dec.tag(rows, end_legal, tag)
         if bundle is not None:
@@ -471,21 +490,12 @@ class ISBNScorer:
     def actions(self, H, masks) -> numpy.ndarray:
         return _masked_log_softmax(H @ self.p["Wa"].T + self.p["ba"], masks)
 
-    def labels(self, h, action: int, kind: int) -> numpy.ndarray:
-        """(nL,) log-probs of the labels of a left/right arc from one state ``h``."""
-        left, right = self.arc_labels(h[None, :], numpy.array([kind == LABELS_ROOT]))
-        return (right if action == RIGHT else left)[0]
-
-    def arc_labels(self, H, root_top) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        """(N, nL) label log-probs of a left arc and of a right arc for each
-        state; ``root_top`` marks states whose stack top is the root node."""
-        logits = H @ self.p["Wl"].T + self.p["bl"]
-        nL = self.nL
-        left = _masked_log_softmax(logits[:, :nL], self.label_masks[LABELS_LEFT][None, :])
-        right_mask = numpy.where(root_top[:, None], self.label_masks[LABELS_ROOT][None, :],
-                                 self.label_masks[LABELS_RIGHT][None, :])
-        right = _masked_log_softmax(logits[:, nL:], right_mask)
-        return left, right
+    def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:
+        """(N, nL) log-probs of the labels that follow ``action`` from each
+        state, masked by each row's label kind."""
+        lo = self.label_blocks[action] * self.nL
+        logits = H @ self.p["Wl"][lo: lo + self.nL].T + self.p["bl"][lo: lo + self.nL]
+        return _masked_log_softmax(logits, self.label_masks[numpy.asarray(kinds)])
 
     def tag_logprobs(self, H, end_legal) -> numpy.ndarray:
         """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
@@ -499,14 +509,26 @@ class ISBNScorer:
         lo, hi = self.bundle_ranges[tag]
         return _log_softmax(H @ self.p["Wb"][lo:hi].T + self.p["bb"][lo:hi])
 
+    def bundle_and_form(self, H, tag: int, bundles, forms) -> numpy.ndarray:
+        """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag):
+        both softmaxes from one product with the tag's stacked weights."""
+        if tag not in self._stacked:
+            (blo, bhi), (flo, fhi) = self.bundle_ranges[tag], self.form_ranges[tag]
+            self._stacked[tag] = (
+                numpy.ascontiguousarray(numpy.vstack([self.p["Wb"][blo:bhi], self.p["Wf"][flo:fhi]]).T),
+                numpy.concatenate([self.p["bb"][blo:bhi], self.p["bf"][flo:fhi]]), bhi - blo)
+        W, b, nb = self._stacked[tag]
+        logits = H @ W + b
+        rows = numpy.arange(len(H))
+        picked = (logits[rows, numpy.asarray(bundles) - self.bundle_ranges[tag][0]]
+                  + logits[rows, nb + numpy.asarray(forms) - self.form_ranges[tag][0]])
+        return picked - _logsumexp(logits[:, :nb]) - _logsumexp(logits[:, nb:])
+
     def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
         """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""
         lo, hi = self.form_ranges[tag]
         logits = H @ self.p["Wf"][lo:hi].T + self.p["bf"][lo:hi]
-        rows = numpy.arange(len(H))
-        mx = logits.max(axis=1)
-        lse = numpy.log(numpy.exp(logits - mx[:, None]).sum(axis=1)) + mx
-        return logits[rows, numpy.asarray(forms) - lo] - lse
+        return logits[numpy.arange(len(H)), numpy.asarray(forms) - lo] - _logsumexp(logits)
 
     def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:
         """log P(tag, bundle_i, form_i | state_i) for N states that all

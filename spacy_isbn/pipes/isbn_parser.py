@@ -51,7 +51,7 @@ from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from .projectivity import deprojectivize, projectivize
 from ..transitions.arc_eager import (
-    LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, sentence_spans_from_heads,
+    ARC_EAGER, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, sentence_spans_from_heads,
 )
 
 DEFAULT_MODEL_CONFIG = """
@@ -326,6 +326,11 @@ class ISBNParser(TrainablePipe):
         self.model.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges]
         self.model.attrs["form_ranges"] = [list(r) for r in lex.form_ranges]
         self.model.attrs["label_masks"] = [list(m) for m in lex.label_kinds]
+        spec = ARC_EAGER
+        for dim, value in (("nA", spec.n_actions), ("nR", spec.n_relations),
+                           ("nK", len(spec.labelled_actions))):
+            self.model.set_dim(dim, value, force=True)
+        self.model.attrs["label_blocks"] = list(spec.label_blocks)
 
     def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
         """One derivation per run of consecutive complete sentences of a doc.
@@ -457,7 +462,7 @@ class ISBNParser(TrainablePipe):
     # -- prediction ---------------------------------------------------------------
     def _search(self, joint: bool) -> BeamSearch:
         return BeamSearch(
-            ISBNScorer(self.model), self.extractor,
+            ISBNScorer(self.model), self.extractor, transitions=ARC_EAGER,
             beam_width=self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],

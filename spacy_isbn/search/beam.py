@@ -37,10 +37,8 @@ import numpy
 from ..model.features import FeatureExtractor, JointTables, SentenceInputs
 from ..model.isbn import ISBNScorer
 from ..transitions._arc_eager import WORD_ROW_WIDTH
-from ..transitions.arc_eager import (
-    INPUT_CONTEXT, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_ACTIONS, N_RELATIONS, REDUCE,
-    RIGHT, SHIFT,
-)
+from ..transitions.arc_eager import ARC_EAGER
+from ..transitions.system import TransitionSpec
 
 NEG_INF = -numpy.inf
 # outcomes of a Shift: the sentence goes on, the segment's last sentence ends,
@@ -157,6 +155,7 @@ class BeamSearch:
         scorer: ISBNScorer,
         extractor: FeatureExtractor,
         *,
+        transitions: TransitionSpec = ARC_EAGER,
         beam_width: int = 10,
         label_top_k: int = 5,
         multiroot: bool = False,
@@ -166,7 +165,8 @@ class BeamSearch:
         max_sentence_length: int = 512,
     ):
         self.scorer = scorer
-        self.extractor = extractor
+        self.extractor = extractor  # its configurations are the transition system's
+        self.spec = transitions
         self.beam_width = max(1, beam_width)
         self.label_top_k = max(1, label_top_k)
         self.multiroot = multiroot
@@ -213,12 +213,13 @@ class BeamSearch:
 
     def _score(self, req: dict, words: "_Words", pool: _StatePool) -> dict:
         """Decision log-probs and the resulting states of a request's
-        configurations: per arc (top-k labels), reduce and word candidate, the
-        pool id of the means the next state reads (with mean field re-estimated
-        after each decision).  For configurations that may end their sentence,
-        also the next sentence's candidates for its first word."""
-        scorer = self.scorer
-        masks, end_legal, root_top = req["masks"], req["end_legal"], req["root_top"]
+        configurations: per labelled action (its top-k labels), plain action
+        and word candidate, the pool id of the means the next state reads
+        (with mean field re-estimated after each decision).  For
+        configurations that may end their sentence, also the next sentence's
+        candidates for its first word."""
+        scorer, spec = self.scorer, self.spec
+        masks, end_legal, kinds = req["masks"], req["end_legal"], req["label_kinds"]
         eta = scorer.pre(pool.gather(req["src"]), req["feats"])
         H = scorer.means(eta)
         N = len(H)
@@ -231,35 +232,35 @@ class BeamSearch:
             return scorer.refine(eta[rows], a, action=actions, action_mask=masks[rows],
                                  **decisions)
 
-        legal = [numpy.nonzero(masks[:, action])[0] for action in range(N_ACTIONS)]
         out = {"act": act_lp}
         if scorer.meanfield:
-            a_shift = self._arcs_meanfield(eta, masks, root_top, legal, after, out, pool)
+            a_word = self._decisions_meanfield(eta, masks, kinds, after, out, pool)
         else:
-            a_shift = eta
-            self._arcs_feedforward(H, masks, root_top, ids, out)
-        tag_lp = scorer.tag_logprobs(scorer.means(a_shift) if scorer.meanfield else H, end_legal)
-        tag_lp[~masks[:, SHIFT]] = NEG_INF
+            a_word = eta
+            self._decisions_feedforward(H, masks, kinds, ids, out)
+        word = spec.word_action
+        tag_lp = scorer.tag_logprobs(scorer.means(a_word) if scorer.meanfield else H, end_legal)
+        tag_lp[~masks[:, word]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
         out["end"] = end_lp
         cont_rows = numpy.nonzero(req["next_tok"] >= 0)[0]
-        shift_prior = {"action": numpy.full(N, SHIFT), "action_mask": masks}
-        out["cont"] = self._generate(eta, a_shift, tag_lp, cont_rows, req["next_tok"][cont_rows],
-                                     words, shift_prior, end_legal,
+        word_prior = {"action": numpy.full(N, word), "action_mask": masks}
+        out["cont"] = self._generate(eta, a_word, tag_lp, cont_rows, req["next_tok"][cont_rows],
+                                     words, word_prior, end_legal,
                                      None if scorer.meanfield else (H, ids), pool)
         out["cont"].pos = cont_rows[out["cont"].pos]
         # the configurations that may end their sentence here and start the next
         rows = numpy.nonzero((req["start_tok"] >= 0) & (end_lp > NEG_INF))[0]
         out["first"] = _Candidates.empty()
         if len(rows):
-            # the END step's means are the next sentence's first input context
+            # the END step's means are the next sentence's first linked state
             context = H[rows]
             if scorer.meanfield:
                 context = scorer.means(after(
-                    numpy.full(len(rows), SHIFT), rows, a_shift[rows],
+                    numpy.full(len(rows), word), rows, a_word[rows],
                     tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
-            parents = numpy.zeros((len(rows), N_RELATIONS, scorer.nH), dtype="float32")
-            parents[:, INPUT_CONTEXT] = context
+            parents = numpy.zeros((len(rows), spec.n_relations, scorer.nH), dtype="float32")
+            parents[:, spec.sentence_link] = context
             eta0 = scorer.pre(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
             first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
                                      words, pool)
@@ -267,57 +268,63 @@ class BeamSearch:
             out["first"] = first
         return out
 
-    def _arcs_feedforward(self, H, masks, root_top, ids, out: dict) -> None:
-        """Label log-probs and top-k labels of arcs, and the states after arcs
-        and reduce: feed-forward, every decision reads the step's means (``ids``)."""
+    def _decisions_feedforward(self, H, masks, kinds, ids, out: dict) -> None:
+        """Label log-probs and top-k labels of each labelled action, and the
+        states after labelled and plain actions: feed-forward, every decision
+        reads the step's means (``ids``)."""
         N, K = len(H), min(self.label_top_k, self.scorer.nL)
-        left, right = self.scorer.arc_labels(H, root_top)
-        for action, name, lab_lp in ((LEFT, "left", left), (RIGHT, "right", right)):
-            lab_lp[~masks[:, action]] = NEG_INF
-            out[name] = lab_lp
-            out[name + "_top"] = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
-            out[name + "_states"] = numpy.broadcast_to(ids[:, None], (N, K))
-        out["reduce_states"] = ids
+        out["labelled"], out["plain"] = {}, {}
+        for k, action in enumerate(self.spec.labelled_actions):
+            legal = masks[:, action]
+            lab_lp = self.scorer.label_logprobs(H, action, kinds[:, k])
+            lab_lp[~legal] = NEG_INF
+            top = numpy.zeros((N, K), dtype="int64")
+            top[legal] = numpy.argpartition(-lab_lp[legal], K - 1, axis=1)[:, :K]
+            out["labelled"][action] = (lab_lp, top, numpy.broadcast_to(ids[:, None], (N, K)))
+        for action in self.spec.plain_actions:
+            out["plain"][action] = ids
 
-    def _arcs_meanfield(self, eta, masks, root_top, legal, after, out: dict,
-                        pool: _StatePool) -> numpy.ndarray:
-        """:meth:`_arcs_feedforward` with mean field: the means re-estimated
-        after each legal action (one solve for all), labels scored with them,
-        then after each top-k label (one solve for both directions).  Returns
-        the logits after Shift (rows where it is legal)."""
-        scorer = self.scorer
+    def _decisions_meanfield(self, eta, masks, kinds, after, out: dict,
+                             pool: _StatePool) -> numpy.ndarray:
+        """:meth:`_decisions_feedforward` with mean field: the means
+        re-estimated after each legal action (one solve for all), labels
+        scored with them, then after each top-k label (one solve for all
+        labelled actions).  Returns the logits after the word action (rows
+        where it is legal)."""
+        scorer, spec = self.scorer, self.spec
         N, K = len(eta), min(self.label_top_k, scorer.nL)
+        legal = [numpy.nonzero(masks[:, action])[0] for action in range(spec.n_actions)]
         bounds = numpy.cumsum([0] + [len(rows) for rows in legal])
-        a_all = after(numpy.repeat(numpy.arange(N_ACTIONS), bounds[1:] - bounds[:-1]),
+        a_all = after(numpy.repeat(numpy.arange(spec.n_actions), bounds[1:] - bounds[:-1]),
                       numpy.concatenate(legal))
         a_after = [a_all[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
-        out["reduce_states"] = numpy.full(N, -1, dtype="int64")
-        out["reduce_states"][legal[REDUCE]] = pool.add(scorer.means(a_after[REDUCE]))
+        out["labelled"], out["plain"] = {}, {}
+        for action in spec.plain_actions:
+            out["plain"][action] = numpy.full(N, -1, dtype="int64")
+            out["plain"][action][legal[action]] = pool.add(scorer.means(a_after[action]))
         arcs = []
-        for action, name in ((LEFT, "left"), (RIGHT, "right")):
+        for k, action in enumerate(spec.labelled_actions):
             rows = legal[action]
-            pair = scorer.arc_labels(scorer.means(a_after[action]), root_top[rows])
             lab_lp = numpy.full((N, scorer.nL), NEG_INF)
-            lab_lp[rows] = pair[action == RIGHT]
+            lab_lp[rows] = scorer.label_logprobs(scorer.means(a_after[action]), action,
+                                                 kinds[rows, k])
             top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
-            out[name], out[name + "_top"] = lab_lp, top
-            out[name + "_states"] = numpy.full((N, K), -1, dtype="int64")
+            out["labelled"][action] = (lab_lp, top, numpy.full((N, K), -1, dtype="int64"))
             rep = numpy.repeat(numpy.arange(len(rows)), K)
-            kinds = numpy.where(root_top[rows][rep], LABELS_ROOT,
-                                LABELS_RIGHT if action == RIGHT else LABELS_LEFT)
-            arcs.append((name, rows, rows[rep], numpy.full(len(rep), action), a_after[action][rep],
-                         top[rows].reshape(-1), kinds))
-        rows_rep, actions, a_start, labels, kinds = [numpy.concatenate(parts)
-                                                     for parts in list(zip(*arcs))[2:]]
-        states = pool.add(scorer.means(after(actions, rows_rep, a_start, label=labels, kind=kinds,
-                                             right=actions == RIGHT)))
+            arcs.append((rows, rows[rep], numpy.full(len(rep), action), a_after[action][rep],
+                         top[rows].reshape(-1), kinds[rows, k][rep]))
+        rows_rep, actions, a_start, labels, label_kinds = [numpy.concatenate(parts)
+                                                           for parts in list(zip(*arcs))[1:]]
+        states = pool.add(scorer.means(after(actions, rows_rep, a_start, label=labels,
+                                             kind=label_kinds)))
         offset = 0
-        for name, rows, rep_rows, *_ in arcs:
-            out[name + "_states"][rows] = states[offset: offset + len(rep_rows)].reshape(len(rows), K)
+        for action, (rows, rep_rows, *_) in zip(spec.labelled_actions, arcs):
+            out["labelled"][action][2][rows] = states[offset: offset + len(rep_rows)].reshape(
+                len(rows), K)
             offset += len(rep_rows)
-        a_shift = eta.copy()
-        a_shift[legal[SHIFT]] = a_after[SHIFT]
-        return a_shift
+        a_word = eta.copy()
+        a_word[legal[spec.word_action]] = a_after[spec.word_action]
+        return a_word
 
     def _generate(self, eta, a, tag_lp, rows, toks, words: "_Words", prior: dict, end_legal, ff,
                   pool: _StatePool) -> _Candidates:
@@ -342,11 +349,16 @@ class BeamSearch:
                                             end_legal, pool)
         H_all, ids = ff
         parts = []
-        for tag in numpy.unique(tags):
-            sel = numpy.nonzero(tags == tag)[0]
-            tag = int(tag)
+        order = numpy.argsort(tags, kind="stable")
+        bounds = numpy.flatnonzero(numpy.diff(tags[order])) + 1
+        for sel in numpy.split(order, bounds):
+            tag = int(tags[sel[0]])
             # one state per row: the bundle and form distributions read it
             H = H_all[r[sel]]
+            if bundles[sel].min() >= 0:  # given bundles: both in one product
+                lp = tag_lp[r[sel], tag] + scorer.bundle_and_form(H, tag, bundles[sel], forms[sel])
+                parts.append((pos[sel], lp, numpy.full(len(sel), tag), bundles[sel], ids[r[sel]]))
+                continue
             cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H, tag), tag,
                                                   bundles[sel], tag_lp[r[sel], tag])
             lp += scorer.form_logprobs(H, tag, forms[sel])[cand]
@@ -502,7 +514,7 @@ class _Search:
         if not len(live):
             return self.results
         # every segment's first word, from the same initial state
-        init_eta = s.scorer.pre(numpy.zeros((1, N_RELATIONS * s.scorer.nH), "float32"),
+        init_eta = s.scorer.pre(numpy.zeros((1, s.spec.n_relations * s.scorer.nH), "float32"),
                                 s._start_feats(1))
         first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
@@ -598,17 +610,18 @@ class _Search:
         must_end = self.must_end[tok] | (sentence_length >= s.max_sentence_length)
         may_end = self.may_end[tok] | must_end
         has_next = self.j[seg] + 1 < self.n[seg]
+        spec = s.spec
         req = {
-            "src": numpy.empty((N, N_RELATIONS), "int32"),
+            "src": numpy.empty((N, spec.n_relations), "int32"),
             "feats": numpy.empty((N, s.extractor.width), "int32"),
-            "masks": numpy.empty((N, N_ACTIONS), "uint8"),
-            "allowed": numpy.empty((N, N_ACTIONS), "uint8"),
+            "masks": numpy.empty((N, spec.n_actions), "uint8"),
+            "allowed": numpy.empty((N, spec.n_actions), "uint8"),
             "end_legal": numpy.empty(N, "uint8"),
-            "root_top": numpy.empty(N, "uint8"),
+            "label_kinds": numpy.empty((N, len(spec.labelled_actions)), "int32"),
         }
         self.states.describe(h.handle[rows], must_end.astype("uint8"), req["src"], req["feats"],
-                             req["masks"], req["allowed"], req["end_legal"], req["root_top"])
-        for name in ("masks", "allowed", "end_legal", "root_top"):
+                             req["masks"], req["allowed"], req["end_legal"], req["label_kinds"])
+        for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)
         req["next_tok"] = numpy.where(~must_end & has_next, tok + 1, -1)
         req["start_tok"] = numpy.where(may_end & has_next, tok + 1, -1)
@@ -618,7 +631,7 @@ class _Search:
         # normalised over Phi as in training; decisions that would leave the
         # sentence unfinishable at its known last word are only filtered out
         act_lp = numpy.where(req["allowed"], out["act"], NEG_INF)
-        shift_scores = scores + act_lp[:, SHIFT]
+        shift_scores = scores + act_lp[:, spec.word_action]
         end_scores = numpy.where(may_end, shift_scores + out["end"], NEG_INF)
         parts = []
         last = numpy.nonzero((end_scores > NEG_INF) & ~has_next)[0]
@@ -637,20 +650,20 @@ class _Search:
         shifted = _Items.concat([self.shifted] + parts)
         order, rank = _top_per_group(shifted.seg, shifted.score, shifted.seq, B)
         self.shifted = shifted.take(order[rank < B])
-        # arcs (top-k labels) and reduce go on the agenda
+        # labelled actions (top-k labels) and plain ones go on the agenda
         items = [self.agenda]
-        for action, name in ((LEFT, "left"), (RIGHT, "right")):
-            top = out[name + "_top"]
-            total = (scores + act_lp[:, action])[:, None] + numpy.take_along_axis(out[name], top, 1)
+        for action, (lab_lp, top, states) in out["labelled"].items():
+            total = (scores + act_lp[:, action])[:, None] + numpy.take_along_axis(lab_lp, top, 1)
             r, k = numpy.nonzero(total > NEG_INF)
             items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), action),
-                                label=top[r, k], state=numpy.asarray(out[name + "_states"])[r, k],
+                                label=top[r, k], state=numpy.asarray(states)[r, k],
                                 score=total[r, k], seq=self._seq(len(r))))
-        red = scores + act_lp[:, REDUCE]
-        r = numpy.nonzero(red > NEG_INF)[0]
-        items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), REDUCE),
-                            label=numpy.full(len(r), -1), state=out["reduce_states"][r],
-                            score=red[r], seq=self._seq(len(r))))
+        for action, states in out["plain"].items():
+            total = scores + act_lp[:, action]
+            r = numpy.nonzero(total > NEG_INF)[0]
+            items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), action),
+                                label=numpy.full(len(r), -1), state=states[r],
+                                score=total[r], seq=self._seq(len(r))))
         agenda = _Items.concat(items)
         # the agenda is pruned to the beam width too: between shifts the
         # search stays best-first among B pending hypotheses; out of budget

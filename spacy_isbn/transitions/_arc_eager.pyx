@@ -34,6 +34,10 @@ cdef enum:
     ROOT_ID = 2
     # a word row: form, tag, pos, out_tag, out_bundle, feats...
     WORD_WIDTH = 5 + MAX_FEATS
+    # label masks (see arc_eager.LABELS_*)
+    LABELS_LEFT = 0
+    LABELS_RIGHT = 1
+    LABELS_ROOT = 2
 
 WORD_ROW_WIDTH = WORD_WIDTH
 MAX_NODE_FEATS = MAX_FEATS
@@ -441,12 +445,12 @@ cdef class ArcEagerStates:
     def describe(self, const long[:] handles, const unsigned char[:] front_is_last,
                  int[:, ::1] src, int[:, ::1] feats, unsigned char[:, ::1] masks,
                  unsigned char[:, ::1] allowed, unsigned char[:] end_legal,
-                 unsigned char[:] root_top):
+                 int[:, ::1] label_kinds):
         """Fill, per configuration: the relations' source states, the feature
         ids (-1 unused), Phi, the decisions the search may follow (Phi, or
         with ``front_is_last`` only those that can still end the sentence at
-        the front), whether the next word may be END, and whether the stack
-        top is the root node."""
+        the front), whether the next word may be END, and the label kind of
+        a left and of a right arc."""
         cdef Py_ssize_t i
         cdef StateC* st
         for i in range(handles.shape[0]):
@@ -462,7 +466,10 @@ cdef class ArcEagerStates:
                 allowed[i, 2] = masks[i, 2]
                 allowed[i, 3] = masks[i, 3]
             end_legal[i] = _end_legal(st, self.multiroot)
-            root_top[i] = st.stack[st.stack_len - 1] == 0
+            # the label mask of a left arc, and of a right arc (from the root
+            # node: the root label only)
+            label_kinds[i, 0] = LABELS_LEFT
+            label_kinds[i, 1] = LABELS_ROOT if st.stack[st.stack_len - 1] == 0 else LABELS_RIGHT
 
     cdef int _decision_id(self, const StateC* st) noexcept nogil:
         cdef int action = st.prev_action

@@ -24,6 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy
 
 from ._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
+from .system import TransitionSpec
 
 SHIFT, LEFT, RIGHT, REDUCE = 0, 1, 2, 3
 N_ACTIONS = 4
@@ -45,6 +46,10 @@ INPUT_CONTEXT = RELATIONS.index("input_context")
 # Which label mask applies to an arc: left arcs, right arcs from a word, right
 # arcs from the root node (the root label only).
 LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT = 0, 1, 2
+
+ARC_EAGER = TransitionSpec("arc_eager", N_ACTIONS, N_RELATIONS, word_action=SHIFT,
+                           labelled_actions=(LEFT, RIGHT), plain_actions=(REDUCE,),
+                           sentence_link=INPUT_CONTEXT)
 
 
 class Configuration:
@@ -105,16 +110,17 @@ class Configuration:
         return [-1] + self.states.tree(self.handle, self.front)[1]
 
     def describe(self, front_is_last: bool = False) -> dict:
-        """Sources, features, Phi, the search's filter, END legality, root on top."""
+        """Sources, features, Phi, the search's filter, END legality, the
+        label kind of each labelled action."""
         width = self.states.width
         out = dict(src=numpy.empty((1, N_RELATIONS), "int32"),
                    feats=numpy.empty((1, width), "int32"),
                    masks=numpy.empty((1, N_ACTIONS), "uint8"),
                    allowed=numpy.empty((1, N_ACTIONS), "uint8"),
-                   end_legal=numpy.empty(1, "uint8"), root_top=numpy.empty(1, "uint8"))
+                   end_legal=numpy.empty(1, "uint8"), label_kinds=numpy.empty((1, 2), "int32"))
         self.states.describe(numpy.array([self.handle], "int64"),
                              numpy.array([front_is_last], "uint8"), out["src"], out["feats"],
-                             out["masks"], out["allowed"], out["end_legal"], out["root_top"])
+                             out["masks"], out["allowed"], out["end_legal"], out["label_kinds"])
         return out
 
     def sources(self) -> List[int]:
@@ -139,9 +145,8 @@ class Configuration:
         return bool(self.describe()["end_legal"][0])
 
     def label_kind(self, action: int) -> int:
-        if action == LEFT:
-            return LABELS_LEFT
-        return LABELS_ROOT if self.describe()["root_top"][0] else LABELS_RIGHT
+        """Which label mask applies if ``action`` (an arc) is taken here."""
+        return int(self.describe()["label_kinds"][0, ARC_EAGER.labelled_actions.index(action)])
 
     def apply(self, action: int, label: int = -1) -> None:
         if action not in (SHIFT, LEFT, RIGHT, REDUCE):

@@ -52,7 +52,8 @@ def add_and_run(ap: argparse.ArgumentParser, sub, argv: Optional[List[str]]) -> 
 
 
 def _report(args) -> None:
-    from .report import alpha_sweep, corpus_report, write_report
+    import spacy
+    from .report import alpha_sweep, corpus_report, dev_variants, write_report
     for path in [args.wsj10_dbn, args.ewt10_dbn, args.wsj10_isbn, args.ewt10_isbn]:
         if path is not None and not Path(path).exists():
             sys.exit(f"dbn-report: {path} not found (run the dbn workflow's training steps)")
@@ -67,8 +68,14 @@ def _report(args) -> None:
         print(f"{name}: DBN directed {result['systems']['DBN']['directed']:.1f}, "
               f"undirected {result['systems']['DBN']['undirected']:.1f}")
     ewt = args.corpus_dir / "ewt10"
-    sweep = alpha_sweep(ewt / "train.spacy", ewt / "dev.spacy",
-                        {"paper's slice": PAPER_VARIABLES, "with observation arcs": ARC_VARIABLES},
-                        n_words=2500)
-    json_path, md_path = write_report({"corpora": corpora, "dev_alpha_sweep": sweep}, args.out_dir)
+    shipped = spacy.load(args.ewt10_dbn).get_pipe("dbn_parser").cfg
+    sets = {"paper's slice": PAPER_VARIABLES, "with observation arcs": ARC_VARIABLES}
+    n_words_of = {}
+    if list(shipped["variables"]) not in [list(v) for v in sets.values()]:
+        sets["shipped"] = shipped["variables"]
+        n_words_of["shipped"] = shipped["n_words"]
+    sweep = alpha_sweep(ewt / "train.spacy", ewt / "dev.spacy", sets, n_words=2500, n_words_of=n_words_of)
+    variants = dev_variants(ewt / "train.spacy", ewt / "dev.spacy")
+    json_path, md_path = write_report({"corpora": corpora, "dev_alpha_sweep": sweep,
+                                       "dev_variants": variants}, args.out_dir)
     print(f"-> {json_path}, {md_path}")

@@ -7,6 +7,9 @@ symbol after them.  A slice observes variables built from the attributes
   training words, else the unknown class (the paper: 2,500 words plus one class);
 * ``pos``: its tag (``token.tag_``; unknown tags share one class);
 * ``lcomp`` / ``rcomp``: the dependents it has collected on each side, NONE / ONE / MANY;
+* ``ldep`` / ``rdep`` (beyond the paper): the tag of the dependent it collected most
+  recently on each side (the outermost so far), or NONE; ``lcomp`` counts the dependents,
+  ``ldep`` says which;
 
 read at an offset from the slice (``pos@+1``: the next slice's tag); several terms
 joined by ``+`` form one variable over their joint values (``pos+pos@+1``: the tag pair),
@@ -19,11 +22,11 @@ right COMP of its left neighbour and the left COMP of its right neighbour.
 """
 import re
 from collections import Counter
-from typing import Dict, Iterable, Sequence, Tuple
+from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy
 
-ATTRS = ("word", "pos", "lcomp", "rcomp")
+ATTRS = ("word", "pos", "lcomp", "rcomp", "ldep", "rdep")
 N_COMP = 3  # NONE, ONE, MANY
 PAPER_VARIABLES = ("word", "pos", "word@+1", "pos@+1", "lcomp", "rcomp", "rcomp@-1", "lcomp@+1")
 # Beyond the paper: observation arcs.  The paper makes the observed variables independent
@@ -36,7 +39,42 @@ PAPER_VARIABLES = ("word", "pos", "word@+1", "pos@+1", "lcomp", "rcomp", "rcomp@
 # on EWT10 dev (README).
 ARC_VARIABLES = ("pos|pos@-1+rcomp@-1", "word|pos", "lcomp+rcomp|pos+pos@-1", "word@+1|pos@+1+pos",
                  "word@-1|pos@-1+pos", "lcomp@+1|pos@+1+pos", "rcomp@-1|pos@-1+pos")
-_TERM = re.compile(r"(word|pos|lcomp|rcomp)(?:@([+-]?[0-9]+))?")
+# Beyond the paper: which dependents were collected.  The observation-arc list plus the
+# tag of the word's most recently collected left dependent given its tag and left COMP,
+# and the same on the right: a verb that has its object, not just one right dependent,
+# is ready to link.  Shipped (with n_words 5000); chosen on EWT10 dev (README).
+DEP_VARIABLES = ARC_VARIABLES + ("ldep|pos+lcomp", "rdep|pos+rcomp")
+_TERM = re.compile(r"(word|pos|lcomp|rcomp|ldep|rdep)(?:@([+-]?[0-9]+))?")
+UNK_MODES = ("single", "shape")
+# Unknown-word signatures (unk = "shape"): a word outside the vocabulary is told apart by
+# the longest of these suffixes it ends with (or none), its capitalisation, and a hyphen;
+# digits, and web addresses / e-mail / @-mentions, each form a class of their own.
+UNK_SUFFIXES = ("ing", "ed", "ies", "es", "s", "ly", "ion", "er", "est", "al", "ity", "y", "ic",
+                "able", "ive", "ment", "ness", "ful", "less", "ous", "ize", "ist", "an", "ent")
+UNK_SIGNATURES = (["UNK-NUM", "UNK-WEB"]
+                  + [f"UNK-{case}{hyphen}-{suffix}" for case in ("lower", "cap", "upper")
+                     for hyphen in ("", "-hyph") for suffix in UNK_SUFFIXES + ("",)])
+
+
+def unk_signature(word: str) -> str:
+    """The unknown-word class of a word outside the vocabulary (see UNK_SIGNATURES)."""
+    low = word.lower()
+    if any(ch.isdigit() for ch in word):
+        return "UNK-NUM"
+    if "@" in word or low.startswith(("http", "www.")) or low.endswith((".com", ".org", ".net")):
+        return "UNK-WEB"
+    letters = [ch for ch in word if ch.isalpha()]
+    if letters and all(ch.isupper() for ch in letters) and len(letters) > 1:
+        case = "upper"
+    elif letters and letters[0].isupper():
+        case = "cap"
+    else:
+        case = "lower"
+    hyphen = "-hyph" if "-" in word else ""
+    suffix = next((x for x in sorted(UNK_SUFFIXES, key=len, reverse=True)
+                   if low.endswith(x) and len(low) > len(x) + 1), "")
+    return f"UNK-{case}{hyphen}-{suffix}"
+
 
 
 def parse_variable(spec: str) -> Tuple[Tuple[Tuple[str, int], ...], Tuple[Tuple[str, int], ...]]:
@@ -61,16 +99,26 @@ def _terms(text: str, spec: str) -> Tuple[Tuple[str, int], ...]:
 
 
 class Lexicon:
-    """Value ids of words and tags: known values first, then UNK, ROOT and BOUNDARY."""
+    """Value ids of words and tags: known values first, then UNK, ROOT and BOUNDARY.
 
-    def __init__(self, words: Sequence[str] = (), tags: Sequence[str] = ()):
+    ``unk``: ``"single"`` (the paper) puts every word outside the vocabulary in one
+    class; ``"shape"`` in one of :data:`UNK_SIGNATURES` (suffix, capitalisation, hyphen,
+    digits, web address), ids right after the known words."""
+
+    def __init__(self, words: Sequence[str] = (), tags: Sequence[str] = (), unk: str = "single"):
+        if unk not in UNK_MODES:
+            raise ValueError(f"unk must be one of {UNK_MODES}, not {unk!r}")
         self.words = list(words)
         self.tags = list(tags)
+        self.unk = unk
         self.word_ids = {w: i for i, w in enumerate(self.words)}
         self.tag_ids = {t: i for i, t in enumerate(self.tags)}
+        self.n_unk = len(UNK_SIGNATURES) if unk == "shape" else 1
+        self.unk_ids = {sig: len(self.words) + i for i, sig in enumerate(UNK_SIGNATURES)}
 
     @classmethod
-    def build(cls, sentences: Iterable[Tuple[Sequence[str], Sequence[str]]], n_words: int) -> "Lexicon":
+    def build(cls, sentences: Iterable[Tuple[Sequence[str], Sequence[str]]], n_words: int,
+              unk: str = "single") -> "Lexicon":
         """The ``n_words`` most frequent (lower-cased) words and every tag of the
         training sentences, given as (words, tags) pairs; ties broken alphabetically
         so that the vocabulary does not depend on the corpus order."""
@@ -80,24 +128,33 @@ class Lexicon:
             word_counts.update(w.lower() for w in words)
             tags.update(sent_tags)
         ranked = sorted(word_counts.items(), key=lambda wc: (-wc[1], wc[0]))
-        return cls([w for w, _ in ranked[:n_words]], sorted(tags))
+        return cls([w for w, _ in ranked[:n_words]], sorted(tags), unk)
 
     def size(self, attr: str) -> int:
         if attr == "word":
-            return len(self.words) + 3
-        if attr == "pos":
+            return len(self.words) + self.n_unk + 2
+        if attr in ("pos", "ldep", "rdep"):
             return len(self.tags) + 3
         return N_COMP + 1
 
     def specials(self, attr: str) -> Tuple[int, int, int]:
-        """(UNK, ROOT, BOUNDARY) ids of ``attr`` (ROOT's COMP is NONE)."""
-        n = self.size(attr) - 3
-        if attr in ("word", "pos"):
+        """(UNK, ROOT, BOUNDARY) ids of ``attr`` (the first unknown class of ``word``;
+        ROOT's COMP is NONE; for ``ldep``/``rdep`` the ROOT id also means NONE, no
+        dependent yet)."""
+        if attr == "word":
+            return len(self.words), len(self.words) + self.n_unk, len(self.words) + self.n_unk + 1
+        if attr in ("pos", "ldep", "rdep"):
+            n = len(self.tags)
             return n, n + 1, n + 2
         return N_COMP, 0, N_COMP
 
     def word_id(self, word: str) -> int:
-        return self.word_ids.get(word.lower(), len(self.words))
+        known = self.word_ids.get(word.lower())
+        if known is not None:
+            return known
+        if self.unk == "shape":
+            return self.unk_ids[unk_signature(word)]
+        return len(self.words)
 
     def tag_id(self, tag: str) -> int:
         return self.tag_ids.get(tag, len(self.tags))
@@ -106,11 +163,11 @@ class Lexicon:
         return word.lower() in self.word_ids
 
     def to_dict(self) -> dict:
-        return {"words": self.words, "tags": self.tags}
+        return {"words": self.words, "tags": self.tags, "unk": self.unk}
 
     @classmethod
     def from_dict(cls, msg: dict) -> "Lexicon":
-        return cls(msg["words"], msg["tags"])
+        return cls(msg["words"], msg["tags"], msg.get("unk", "single"))
 
 
 class SliceEncoder:
@@ -134,16 +191,28 @@ class SliceEncoder:
                 "pos": numpy.array([lex.tag_id(t) for t in tags], dtype="int64")}
 
     def encode(self, ids: Dict[str, numpy.ndarray], words: Sequence[int], lcomp: Sequence[int],
-               rcomp: Sequence[int]) -> numpy.ndarray:
+               rcomp: Sequence[int], ldep: Optional[Sequence[int]] = None,
+               rdep: Optional[Sequence[int]] = None) -> numpy.ndarray:
         """``ids`` from :meth:`sentence_ids`; ``words`` the sentence positions of the
-        level's unattached words, ``lcomp``/``rcomp`` their collected dependents."""
+        level's unattached words, ``lcomp``/``rcomp`` their collected dependents,
+        ``ldep``/``rdep`` the sentence positions of their most recently collected
+        dependent on each side (-1: none; needed only by ``ldep``/``rdep`` variables)."""
         lex = self.lexicon
         m = len(words)
         columns = {}
+        used = {attr for terms in self.terms for attr, _ in terms}
         for attr in ATTRS:
+            if attr not in used:
+                continue
             _, root, boundary = lex.specials(attr)
             if attr in ids:
                 values = ids[attr][numpy.asarray(words, dtype="int64")]
+            elif attr in ("ldep", "rdep"):
+                deps = ldep if attr == "ldep" else rdep
+                if deps is None:
+                    raise ValueError(f"the variable {attr} needs the dependents collected so far")
+                deps = numpy.asarray(deps, dtype="int64").reshape(-1)
+                values = numpy.where(deps >= 0, ids["pos"][numpy.maximum(deps, 0)], root)
             else:
                 values = numpy.minimum(numpy.asarray(lcomp if attr == "lcomp" else rcomp,
                                                      dtype="int64"), N_COMP - 1)

@@ -16,7 +16,7 @@ receives a dependent at a level does not itself link at that level, so two neigh
 links are either one NONE or LEFT followed by RIGHT.  Gold sequences always obey this.
 """
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy
 
@@ -34,12 +34,16 @@ class NonProjectiveError(ValueError):
 @dataclass
 class Level:
     """One level: the words still unattached (sentence positions, in order), their
-    dependents collected so far on each side, and the links chosen at this level."""
+    dependents collected so far on each side, the links chosen at this level, and the
+    sentence position of each word's most recently collected dependent on each side
+    (-1: none)."""
 
     words: List[int]
     lcomp: List[int]
     rcomp: List[int]
     links: List[int]
+    ldep: Optional[List[int]] = None
+    rdep: Optional[List[int]] = None
 
 
 def check_heads(heads: Sequence[int]) -> None:
@@ -69,19 +73,25 @@ def is_valid(links: Sequence[int]) -> bool:
 
 
 def apply_links(words: List[int], lcomp: List[int], rcomp: List[int], links: Sequence[int],
-                heads: List[int]) -> None:
+                heads: List[int], ldep: Optional[List[int]] = None,
+                rdep: Optional[List[int]] = None) -> None:
     """Attach the linked words of a level (writing ``heads``, indexed by sentence
     position), count them in their heads' COMP (``lcomp``/``rcomp``, also indexed by
-    sentence position) and remove them from ``words``."""
+    sentence position), record each as its head's most recent dependent on that side
+    (``ldep``/``rdep``, if given) and remove them from ``words``."""
     if not is_valid(links) or len(links) != len(words):
         raise ValueError(f"invalid LINK sequence {list(links)} for {len(words)} words")
     for k, link in enumerate(links):
         if link == LEFT:
             heads[words[k]] = words[k - 1]
             rcomp[words[k - 1]] += 1
+            if rdep is not None:
+                rdep[words[k - 1]] = words[k]
         elif link == RIGHT:
             heads[words[k]] = words[k + 1]
             lcomp[words[k + 1]] += 1
+            if ldep is not None:
+                ldep[words[k + 1]] = words[k]
     words[:] = [w for w, link in zip(words, links) if link == NONE]
 
 
@@ -96,6 +106,7 @@ def gold_levels(heads: Sequence[int]) -> List[Level]:
             missing[h] += 1
     words = list(range(n))
     lcomp, rcomp = [0] * n, [0] * n
+    ldep, rdep = [-1] * n, [-1] * n
     built = [-1] * n
     levels: List[Level] = []
     while len(words) > 1:
@@ -114,11 +125,11 @@ def gold_levels(heads: Sequence[int]) -> List[Level]:
             raise NonProjectiveError(f"no word can link at a level with words {words}: "
                                      f"the tree {list(heads)} is not projective")
         levels.append(Level(list(words), [lcomp[w] for w in words], [rcomp[w] for w in words],
-                            links))
+                            links, [ldep[w] for w in words], [rdep[w] for w in words]))
         for k, link in enumerate(links):
             if link != NONE:
                 missing[heads[words[k]]] -= 1
-        apply_links(words, lcomp, rcomp, links, built)
+        apply_links(words, lcomp, rcomp, links, built, ldep, rdep)
     return levels
 
 

@@ -16,6 +16,14 @@ never under another gives that configuration probability zero, and at a level wh
 every valid LINK sequence needs such a configuration the parser would have no parse at
 all; ``alpha`` is chosen on dev.  Structural zeros stay zeros.
 
+Back-off (beyond the paper, ``backoff`` > 0): an observation table's row for a link
+configuration ``L`` (and observed context ``g``) is instead the count estimate shrunk
+towards the same variable's distribution given ``g`` alone, summed over the links:
+``P(o | L, g) = (c(L, g, o) + backoff * P(o | g)) / (c(L, g) + backoff)``, with
+``P(o | g)`` add-``alpha``.  A rare word (or tag pair) then hardly moves the links, where
+add-``alpha`` with a large table penalises whichever link configuration has seen more
+data; frequent ones keep their counts.
+
 Inference is exact: the observed variables of slice ``t`` couple three neighbouring
 links, so the chain is run over pairs (``LINK_{t-1}``, ``LINK_t``) with a CONTROL bit
 (18 states).  :meth:`LevelModel.kbest` is list Viterbi (the ``k`` best LINK sequences),
@@ -41,12 +49,16 @@ for _c in range(N_LINKS):
 class LevelModel:
     """Counts, log tables and inference for one level's LINK sequence."""
 
-    def __init__(self, shapes: Sequence[Tuple[int, int]], alpha: float):
+    def __init__(self, shapes: Sequence[Tuple[int, int]], alpha: float, backoff: float = 0.0):
         """``shapes``: per observed variable, (its values, the values of the observed
-        terms it is conditioned on, 1 for none)."""
+        terms it is conditioned on, 1 for none); ``backoff``: 0 for add-``alpha``, else
+        the weight of the link-free back-off distribution (module docstring)."""
         if alpha <= 0:
             raise ValueError(f"smoothing alpha must be > 0, not {alpha}: see the module docstring")
+        if backoff < 0:
+            raise ValueError(f"backoff must be >= 0, not {backoff}")
         self.alpha = float(alpha)
+        self.backoff = float(backoff)
         self.shapes = [tuple(int(x) for x in shape) for shape in shapes]
         self.trans_counts = numpy.zeros((N_LINKS + 1, N_LINKS))
         self.obs_counts = [numpy.zeros((N_LINKS ** 3, a * b)) for a, b in self.shapes]
@@ -75,11 +87,19 @@ class LevelModel:
             start = trans[START]
             obs = []
             for counts, shape in zip(self.obs_counts, self.shapes):
-                smoothed = counts.reshape(-1, *shape) + self.alpha
-                table = numpy.log(smoothed / smoothed.sum(axis=1, keepdims=True))
-                obs.append(table.reshape(counts.shape))
+                obs.append(self._observation_table(counts.reshape(-1, *shape)).reshape(counts.shape))
             self._tables = (start, trans[:N_LINKS], obs)
         return self._tables
+
+    def _observation_table(self, counts: numpy.ndarray) -> numpy.ndarray:
+        """log P(outcome | links, context) from counts (link triples, outcomes, contexts)."""
+        if self.backoff == 0:
+            smoothed = counts + self.alpha
+            return numpy.log(smoothed / smoothed.sum(axis=1, keepdims=True))
+        marginal = counts.sum(axis=0)  # (outcomes, contexts), summed over the links
+        prior = (marginal + self.alpha) / (marginal.sum(axis=0, keepdims=True) + self.alpha * counts.shape[1])
+        return numpy.log((counts + self.backoff * prior[None])
+                         / (counts.sum(axis=1, keepdims=True) + self.backoff))
 
     def emissions(self, obs: numpy.ndarray) -> numpy.ndarray:
         """Log probability of each slice's observations given its three links:
@@ -191,12 +211,12 @@ class LevelModel:
 
     # -- serialisation ------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {"alpha": self.alpha, "shapes": [list(s) for s in self.shapes],
+        return {"alpha": self.alpha, "backoff": self.backoff, "shapes": [list(s) for s in self.shapes],
                 "trans": self.trans_counts, "obs": [c.astype("float32") for c in self.obs_counts]}
 
     @classmethod
     def from_dict(cls, msg: dict) -> "LevelModel":
-        model = cls(msg["shapes"], msg["alpha"])
+        model = cls(msg["shapes"], msg["alpha"], msg.get("backoff", 0.0))
         model.trans_counts = numpy.asarray(msg["trans"], dtype="float64")
         model.obs_counts = [numpy.asarray(c, dtype="float64") for c in msg["obs"]]
         return model

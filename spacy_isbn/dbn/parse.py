@@ -33,11 +33,18 @@ class _Derivation:
     lcomp: List[int]
     rcomp: List[int]
     heads: List[int]
+    ldep: List[int]  # most recent left / right dependent per sentence position, -1 none
+    rdep: List[int]
+
+    @classmethod
+    def start(cls, n: int) -> "_Derivation":
+        return cls(0.0, list(range(n)), [0] * n, [0] * n, [-1] * n, [-1] * n, [-1] * n)
 
     def child(self, logprob: float, links: Sequence[int]) -> "_Derivation":
         words, lcomp, rcomp, heads = list(self.words), list(self.lcomp), list(self.rcomp), list(self.heads)
-        apply_links(words, lcomp, rcomp, links, heads)
-        return _Derivation(self.logprob + logprob, words, lcomp, rcomp, heads)
+        ldep, rdep = list(self.ldep), list(self.rdep)
+        apply_links(words, lcomp, rcomp, links, heads, ldep, rdep)
+        return _Derivation(self.logprob + logprob, words, lcomp, rcomp, heads, ldep, rdep)
 
 
 class Parser:
@@ -49,7 +56,8 @@ class Parser:
 
     def _observations(self, ids: Dict[str, numpy.ndarray], d: _Derivation) -> numpy.ndarray:
         return self.encoder.encode(ids, d.words, [d.lcomp[w] for w in d.words],
-                                   [d.rcomp[w] for w in d.words])
+                                   [d.rcomp[w] for w in d.words], [d.ldep[w] for w in d.words],
+                                   [d.rdep[w] for w in d.words])
 
     def parse(self, words: Sequence[str], tags: Sequence[str], k: int = 1) -> List[Parse]:
         """Up to ``k`` distinct trees, most probable first (one for ``k = 1``)."""
@@ -59,7 +67,7 @@ class Parser:
         if n == 0:
             return []
         ids = self.encoder.sentence_ids(words, tags)
-        beam = [_Derivation(0.0, list(range(n)), [0] * n, [0] * n, [-1] * n)]
+        beam = [_Derivation.start(n)]
         while any(len(d.words) > 1 for d in beam):
             pool = [d for d in beam if len(d.words) <= 1]
             for d in beam:
@@ -80,7 +88,7 @@ class Parser:
         """Heads of a derivation drawn level by level from the model."""
         n = len(words)
         ids = self.encoder.sentence_ids(words, tags)
-        d = _Derivation(0.0, list(range(n)), [0] * n, [0] * n, [-1] * n)
+        d = _Derivation.start(n)
         while len(d.words) > 1:
             d = d.child(0.0, self.model.sample(self._observations(ids, d), rng))
         return d.heads

@@ -57,6 +57,8 @@ PUNCT_LABEL = "punct"
         "variables": list(PAPER_VARIABLES),
         "n_words": 2500,
         "alpha": 0.1,
+        "backoff": 0.0,
+        "unk": "single",
         "k": 1,
         "label": "dep",
         "scorer": {"@scorers": "spacy_isbn.dbn_scorer.v1"},
@@ -64,14 +66,18 @@ PUNCT_LABEL = "punct"
     default_score_weights={"dep_uas": 1.0, "sents_f": 0.0},
 )
 def make_dbn_parser(nlp: Language, name: str, variables: List[str], n_words: int, alpha: float,
-                    k: int, label: str, scorer: Optional[Callable]) -> "DBNParser":
+                    backoff: float, unk: str, k: int, label: str,
+                    scorer: Optional[Callable]) -> "DBNParser":
     """variables: the observed variables of a slice (see spacy_isbn.dbn.features);
     n_words: the frequent words the WORD variable tells apart (the rest share one
-    class); alpha: add-alpha smoothing of every table; k: derivations kept across
-    levels and trees reported (1 = the paper's level-by-level Viterbi); label: the
-    label of every non-root arc."""
-    return DBNParser(nlp.vocab, name, variables=variables, n_words=n_words, alpha=alpha, k=k,
-                     label=label, scorer=scorer)
+    class, or classes: see unk); alpha: add-alpha smoothing of every table; backoff: 0,
+    or the weight of each observation table's link-free back-off distribution
+    (spacy_isbn.dbn.model); unk: "single" (the paper's one unknown-word class) or "shape"
+    (suffix / capitalisation / hyphen / digit classes, spacy_isbn.dbn.features); k:
+    derivations kept across levels and trees reported (1 = the paper's level-by-level
+    Viterbi); label: the label of every non-root arc."""
+    return DBNParser(nlp.vocab, name, variables=variables, n_words=n_words, alpha=alpha,
+                     backoff=backoff, unk=unk, k=k, label=label, scorer=scorer)
 
 
 def dbn_score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
@@ -112,8 +118,8 @@ def sentence_spans(doc: Doc) -> List[Tuple[int, int]]:
 class DBNParser(Pipe):
     def __init__(self, vocab: Vocab, name: str = "dbn_parser", *,
                  variables: Sequence[str] = PAPER_VARIABLES, n_words: int = 2500,
-                 alpha: float = 0.1, k: int = 1, label: str = "dep",
-                 scorer: Optional[Callable] = dbn_score):
+                 alpha: float = 0.1, backoff: float = 0.0, unk: str = "single", k: int = 1,
+                 label: str = "dep", scorer: Optional[Callable] = dbn_score):
         if k < 1:
             raise ValueError(f"k must be at least 1, not {k}")
         if n_words < 0:
@@ -121,9 +127,9 @@ class DBNParser(Pipe):
         self.vocab = vocab
         self.name = name
         self.scorer = scorer
-        self.cfg = {"variables": list(variables), "n_words": n_words, "alpha": alpha, "k": k,
-                    "label": label}
-        self._install(Lexicon(), None)
+        self.cfg = {"variables": list(variables), "n_words": n_words, "alpha": alpha,
+                    "backoff": backoff, "unk": unk, "k": k, "label": label}
+        self._install(Lexicon(unk=unk), None)
 
     def _install(self, lexicon: Lexicon, model: Optional[LevelModel]) -> None:
         self.lexicon = lexicon
@@ -139,13 +145,15 @@ class DBNParser(Pipe):
         sentences = [s for eg in get_examples() for s in self._gold_sentences(eg.reference)]
         if not sentences:
             raise ValueError(f"{self.name}.initialize: no sentence with a complete tree and tags")
-        lexicon = Lexicon.build(((s.words, s.tags) for s in sentences), self.cfg["n_words"])
+        lexicon = Lexicon.build(((s.words, s.tags) for s in sentences), self.cfg["n_words"],
+                                self.cfg.get("unk", "single"))
         self._install(lexicon, None)
-        model = LevelModel(self.encoder.shapes, self.cfg["alpha"])
+        model = LevelModel(self.encoder.shapes, self.cfg["alpha"], self.cfg.get("backoff", 0.0))
         for s in sentences:
             ids = self.encoder.sentence_ids(s.words, s.tags)
             for level in gold_levels(s.heads):
-                model.count(self.encoder.encode(ids, level.words, level.lcomp, level.rcomp), level.links)
+                model.count(self.encoder.encode(ids, level.words, level.lcomp, level.rcomp,
+                                                level.ldep, level.rdep), level.links)
         self._install(lexicon, model)
 
     def _gold_sentences(self, doc: Doc) -> Iterable[Sentence]:

@@ -454,8 +454,22 @@ class ISBNScorer:
         pre = numpy.empty((len(feats), self.nH), dtype=self.p["E"].dtype)
         pre[:] = self.p["b"]
         embed_sum(self.p["E"], numpy.ascontiguousarray(feats, dtype="int32"), pre)
-        if self.latent_edges:
+        if self.latent_edges and parents is not None:
             pre += parents @ self.p["W"]
+        return pre
+
+    def pre_linked(self, states: numpy.ndarray, src: numpy.ndarray, feats: numpy.ndarray
+                   ) -> numpy.ndarray:
+        """:meth:`pre` with the parents given as ids into ``states`` (src: (N,
+        R), -1 = none): one product per relation over the rows that have
+        that source, instead of one over zero-padded parent vectors."""
+        pre = self.pre(None, feats)
+        if self.latent_edges:
+            W, nH = self.p["W"], self.nH
+            for r in range(src.shape[1]):
+                rows = numpy.flatnonzero(src[:, r] >= 0)
+                if len(rows):
+                    pre[rows] += states[src[rows, r]] @ W[r * nH: (r + 1) * nH]
         return pre
 
     def states(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:

@@ -85,12 +85,6 @@ class _StatePool:
         self.size += n
         return ids
 
-    def gather(self, src: numpy.ndarray) -> numpy.ndarray:
-        """src: (N, R) ids, -1 = none -> (N, R*width)."""
-        ok = src >= 0
-        P = self.data[numpy.where(ok, src, 0)] * ok[..., None]
-        return P.reshape(src.shape[0], -1)
-
     def compact(self, referenced: numpy.ndarray) -> numpy.ndarray:
         """Keep only the ``referenced`` ids; returns old id -> new id (-1: dropped)."""
         keep = numpy.unique(referenced[referenced >= 0])
@@ -220,7 +214,7 @@ class BeamSearch:
         candidates for its first word."""
         scorer, spec = self.scorer, self.spec
         masks, end_legal, kinds = req["masks"], req["end_legal"], req["label_kinds"]
-        eta = scorer.pre(pool.gather(req["src"]), req["feats"])
+        eta = scorer.pre_linked(pool.data, req["src"], req["feats"])
         H = scorer.means(eta)
         N = len(H)
         act_lp = scorer.actions(H, masks)

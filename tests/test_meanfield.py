@@ -38,7 +38,8 @@ def test_zero_iterations_is_the_feedforward_model(latent_edges):
     ll_mf, g_mf = _run(mf, derivs)
     numpy.testing.assert_array_equal(ll_ff, ll_mf)
     for name in PARAMS:
-        numpy.testing.assert_allclose(g_mf[name], g_ff[name], rtol=1e-6, atol=1e-7, err_msg=name)
+        # equal up to float32 rounding: the two passes sum the same terms in another order
+        numpy.testing.assert_allclose(g_mf[name], g_ff[name], rtol=1e-5, atol=1e-7, err_msg=name)
     # and mean field with iterations does change the model
     it3, _, _, _, _ = _model(3, latent_edges=latent_edges)
     assert not numpy.allclose(_run(it3, derivs)[0], ll_ff)

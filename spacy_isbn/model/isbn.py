@@ -167,16 +167,6 @@ class _Head:
         self.model.inc_grad(self.bn, self.model.ops.asarray(self.db))
 
 
-def _gather_parents(Hs, src_t, rows):
-    """Hs: (B, T, nH); src_t: (B, R) -> (len(rows), R*nH), the sources of
-    sentences ``rows``, zeros where there is none."""
-    src = src_t[rows]
-    ok = src >= 0
-    P = Hs[rows[:, None], numpy.where(ok, src, 0)]
-    P *= ok[..., None]
-    return P.reshape(len(rows), -1)
-
-
 def _parent_weight_gradient(Hs, src, dX, nH: int) -> numpy.ndarray:
     """dW = sum over states t and relations r of H[src_r(t)]^T dpre_t, as one
     matrix product per relation over the states that have that source (not
@@ -310,7 +300,11 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     X[:] = b
     embed_sum(E, feats, X)
     X = X.reshape(B, T, nH)
-    Hs = numpy.zeros((B, T, nH), dtype=dtype)
+    # the means of all states, plus a zero row that missing sources point to
+    Hs_ext = numpy.zeros((B * T + 1, nH), dtype=dtype)
+    Hs = Hs_ext[: B * T].reshape(B, T, nH)
+    flat_src = numpy.where(batch.src >= 0, numpy.arange(B)[:, None, None] * T + batch.src,
+                           B * T).astype("int32")
     p = {name: model.get_param(name) for name in PARAMS}
     dec = Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
                     model.attrs["label_blocks"], model.attrs["bundle_ranges"],
@@ -325,9 +319,10 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     linked = [numpy.nonzero((batch.src[:, t] >= 0).any(axis=1))[0] for t in range(T)]
     for t in range(T):
         pre = X[:, t]
-        if latent_edges and len(linked[t]):
+        rows = linked[t]
+        if latent_edges and len(rows):
             pre = pre.copy()
-            pre[linked[t]] += _gather_parents(Hs, batch.src[:, t], linked[t]) @ W
+            pre[rows] += Hs_ext[flat_src[rows, t]].reshape(len(rows), -1) @ W
         if not meanfield_on:
             Hs[:, t] = _sigmoid(pre)
             continue
@@ -382,8 +377,9 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
 
     def backprop(d_ll: Floats1d):
         d_ll = numpy.asarray(d_ll, dtype=dtype)
-        dHs = numpy.zeros_like(Hs)
-        dHs_flat = dHs.reshape(B * T, nH)
+        # as Hs_ext: the last row takes (and drops) what missing sources would get
+        dHs_ext = numpy.zeros_like(Hs_ext)
+        dHs = dHs_ext[: B * T].reshape(B, T, nH)
         dM = {key: dHs for key in HEADS}
         if meanfield_on:
             dM = {key: numpy.zeros_like(Hs) for key in HEADS}
@@ -393,9 +389,10 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             head.flush()
         grads = {name: numpy.zeros_like(p[name]) for name in PARAMS}
         dX = numpy.zeros_like(X)
+        # the sigmoid's derivative, zero on padding
+        dsig = Hs * (1.0 - Hs) * batch.valid[..., None]
         for t in range(T - 1, -1, -1):
-            h = Hs[:, t]
-            dpre = dHs[:, t] * h * (1.0 - h)
+            dpre = dHs[:, t] * dsig[:, t]
             if meanfield_on:
                 d_eta = numpy.zeros_like(dpre)
                 for rows, tape, at_k in reversed(tapes[t]):
@@ -406,15 +403,12 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
                         m = M[key][r, t]
                         dpre[r] += dM[key][r, t] * m * (1.0 - m)
                 dpre += d_eta
-            dpre *= batch.valid[:, t, None]
             dX[:, t] = dpre
             rows = linked[t]
             if latent_edges and len(rows):
                 # each (sentence, relation) adds its share to its source state
-                src_t = batch.src[rows, t]
-                targets = numpy.where(src_t >= 0, rows[:, None] * T + src_t, -1)
                 embed_scatter((dpre[rows] @ W.T).reshape(-1, nH),
-                              targets.reshape(-1, 1).astype("int32"), dHs_flat)
+                              flat_src[rows, t].reshape(-1, 1), dHs_ext)
         if meanfield_on:
             for name in ("Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf"):
                 model.inc_grad(name, model.ops.asarray(grads[name]))

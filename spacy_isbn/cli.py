@@ -506,6 +506,8 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("--long-doc-tokens", type=int, default=100000,
                    help="gold setting: also parse one doc of this many tokens without sentence "
                         "boundaries, beam 10 (0: skip)")
+    p.add_argument("--train-docs", type=int, default=300,
+                   help="also time isbn_parser's update on this many training docs (0: skip)")
     p.add_argument("--processes", type=int, default=2,
                    help="gold setting: also time nlp.pipe(n_process=N) against one process (1: skip)")
     p.add_argument("--test-conll", type=Path, default=None,
@@ -581,7 +583,8 @@ def _main(argv: Optional[List[str]]) -> None:
             rounds=args.rounds,
             batch_size=args.batch_size, limit=args.limit, isbn_timing=args.isbn_timing,
             baseline_timing=args.baseline_timing, long_doc_tokens=args.long_doc_tokens,
-            processes=args.processes)
+            processes=args.processes, train_path=args.corpus_dir / "train.spacy",
+            train_docs=args.train_docs)
         write_benchmark(result, args.out_dir, args.treebank)
 
 

@@ -479,7 +479,8 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     monkeypatch.setattr(ISBNParser, "pipe", failing_pipe)
     result = bm.run_benchmark("tiny", root / "isbn", root / "baseline",
                               root / "corpus" / "test.spacy", beams=(1,), raw_beams=(1, 2),
-                              test_conll=conllu, rounds=1, long_doc_tokens=40, processes=2)
+                              test_conll=conllu, rounds=1, long_doc_tokens=40, processes=2,
+                              train_path=root / "corpus" / "test.spacy", train_docs=2)
     raw = result["raw_text"]
     assert (raw["docs"], raw["sentences"], raw["words"]) == (2, 5, 18)
     assert raw["documents"] == "# newdoc comments"
@@ -516,6 +517,7 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     assert long_doc["words_per_second"] > 0 and long_doc["peak_memory_bytes"] > 0
     assert [p["beam"] for p in result["scale"]["processes"]] == [1, 10]
     assert all(p["identical"] for p in result["scale"]["processes"])
+    assert result["scale"]["update"]["docs"] == 2 and result["scale"]["update"]["words_per_second"] > 0
     paths = bm.write_benchmark(result, tmp_path)
     md = paths["md"].read_text(encoding="utf8")
     assert md.index("## Raw text") < md.index("## Table 1")

@@ -480,6 +480,33 @@ def long_document_speed(nlp, pipe_name: str, refs, n_tokens: int, beam: int) -> 
     return out
 
 
+def update_speed(nlp, pipe_name: str, train_path: Path, n_docs: int, batch_docs: int = 32) -> dict:
+    """Words/sec of isbn_parser's ``update`` (derivations, forward, backward,
+    Adam) on the first ``n_docs`` training docs in batches of ``batch_docs``,
+    gold tags, after one untimed batch; the model is restored afterwards."""
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+    from thinc.api import Adam
+
+    pipe = nlp.get_pipe(pipe_name)
+    saved = pipe.model.to_bytes()
+    docs = list(DocBin().from_disk(train_path).get_docs(nlp.vocab))[:n_docs]
+    examples = [Example(d.copy(), d) for d in docs]
+    optimizer = Adam(0.001)
+    pipe.update(examples[:batch_docs], sgd=optimizer)
+    pipe._cache.clear()
+    gc.collect()
+    start = time.perf_counter()
+    for i in range(0, len(examples), batch_docs):
+        pipe.update(examples[i: i + batch_docs], sgd=optimizer)
+    elapsed = time.perf_counter() - start
+    pipe.model.from_bytes(saved)
+    out = {"docs": len(docs), "words": sum(len(d) for d in docs), "batch_docs": batch_docs,
+           "words_per_second": sum(len(d) for d in docs) / elapsed}
+    _log(f"[update] {out['words_per_second']:.0f} words/s")
+    return out
+
+
 def process_speedup(nlp, pipe_name: str, refs, n_process: int, batch_size: int, beam: int) -> dict:
     """isbn_parser alone (gold tags) through ``nlp.pipe`` in one process and
     in ``n_process``: words/sec of each and whether the outputs are identical.
@@ -587,6 +614,8 @@ def run_benchmark(
     baseline_timing: Optional[Path] = None,
     long_doc_tokens: int = 100000,
     processes: int = 2,
+    train_path: Optional[Path] = None,
+    train_docs: int = 300,
 ) -> dict:
     """Score and time the systems of each of ``settings`` (see the module
     docstring): ``raw`` parses the documents of ``test_conll`` (split with
@@ -596,7 +625,8 @@ def run_benchmark(
     keeps the first N docs of each.  With the gold setting, also one doc of
     ``long_doc_tokens`` tokens without sentence boundaries
     (:func:`long_document_speed`) and ``nlp.pipe(n_process=processes)``
-    (:func:`process_speedup`).  Returns the JSON-serialisable result (see
+    (:func:`process_speedup`), and the words/sec of training updates on the
+    first ``train_docs`` docs of ``train_path`` (:func:`update_speed`).  Returns the JSON-serialisable result (see
     :func:`render_benchmark_markdown`)."""
     import spacy
     from spacy.tokens import DocBin
@@ -729,6 +759,8 @@ def run_benchmark(
     if "gold" in settings and processes > 1:
         scale["processes"] = [process_speedup(nlp, ISBN, refs, processes, batch_size, beam=b)
                               for b in (1, 10)]
+    if train_path is not None and Path(train_path).exists() and train_docs:
+        scale["update"] = update_speed(nlp, ISBN, Path(train_path), train_docs)
     for pipe in (isbn, raw_isbn):
         pipe.cfg.update(saved_cfg)
 
@@ -908,6 +940,11 @@ def _scale_section(scale: dict) -> List[str]:
                 f"({_fmt_ratio(long_doc.get('ratio_to_batched'))} x the batched test-set figure "
                 f"at the same beam), peak {_mib(long_doc.get('peak_memory_bytes'))} MiB, "
                 f"{long_doc.get('sentences')} sentences found.", ""]
+    if scale.get("update"):
+        u = scale["update"]
+        out += [f"Training: isbn_parser's `update` on the first {u['docs']} training docs "
+                f"({u['words']} words, {u['batch_docs']} docs per batch, gold tags): "
+                f"{_fmt_wps(u['words_per_second'])} words/s.", ""]
     if scale.get("processes"):
         out += ["## Processes", ""]
         header = ["Beam", "1 process words/s", "n processes words/s", "Speed-up", "Identical"]

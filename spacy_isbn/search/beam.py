@@ -237,14 +237,21 @@ class BeamSearch:
         tag_lp[~masks[:, word]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
         out["end"] = end_lp
+        # a word's bundle and form log-probs are <= 0: states whose action and
+        # tag already fall below the beam's threshold generate nothing that enters
+        floor, word_lp = req["floor"], act_lp[:, word]
         cont_rows = numpy.nonzero(req["next_tok"] >= 0)[0]
+        best_tag = (tag_lp[cont_rows, words.tag[req["next_tok"][cont_rows]]] if words.joint is None
+                    else tag_lp[cont_rows, : self.end_tag].max(axis=1))
+        cont_rows = cont_rows[word_lp[cont_rows] + best_tag > floor[cont_rows]]
         word_prior = {"action": numpy.full(N, word), "action_mask": masks}
         out["cont"] = self._generate(eta, a_word, tag_lp, cont_rows, req["next_tok"][cont_rows],
                                      words, word_prior, end_legal,
                                      None if scorer.meanfield else (H, ids), pool)
         out["cont"].pos = cont_rows[out["cont"].pos]
         # the configurations that may end their sentence here and start the next
-        rows = numpy.nonzero((req["start_tok"] >= 0) & (end_lp > NEG_INF))[0]
+        rows = numpy.nonzero((req["start_tok"] >= 0) & (end_lp > NEG_INF)
+                             & (word_lp + end_lp > floor))[0]
         out["first"] = _Candidates.empty()
         if len(rows):
             # the END step's means are the next sentence's first linked state
@@ -574,7 +581,7 @@ class _Search:
         self.agenda = ag.take(order[rank >= B])
         self.pops += n_popped
         if len(popped):
-            self._expand(self._materialize(popped))
+            self._expand(self._materialize(popped), threshold)
 
     def _materialize(self, popped: _Items) -> numpy.ndarray:
         """Hypothesis rows of popped entries: beam hypotheses as they are,
@@ -592,9 +599,11 @@ class _Search:
             self.hyps = _Items.concat([h, new])
         return rows
 
-    def _expand(self, rows: numpy.ndarray) -> None:
+    def _expand(self, rows: numpy.ndarray, threshold: numpy.ndarray) -> None:
         """Score the hypotheses ``rows`` and file their successors: Shifts
-        among the shifted candidates, arcs and reduce on the agenda."""
+        among the shifted candidates, arcs and reduce on the agenda.
+        ``threshold``: per segment, the score a Shift must beat to enter its
+        beam (the words of hypotheses that cannot are not scored)."""
         s, B = self.s, self.s.beam_width
         h = self.hyps
         N = len(rows)
@@ -618,6 +627,7 @@ class _Search:
         for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)
         req["next_tok"] = numpy.where(~must_end & has_next, tok + 1, -1)
+        req["floor"] = threshold[seg] - scores
         req["start_tok"] = numpy.where(may_end & has_next, tok + 1, -1)
         start = time.perf_counter()
         out = s._score(req, self.words, self.pool)

@@ -6,6 +6,8 @@ setup(
     ext_modules=cythonize(
         [
             Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"]),
+            Extension("spacy_isbn.transitions._left_corner",
+                      ["spacy_isbn/transitions/_left_corner.pyx"]),
             Extension("spacy_isbn.model._embed", ["spacy_isbn/model/_embed.pyx"],
                       extra_compile_args=["-O3"]),
         ],

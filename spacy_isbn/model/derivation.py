@@ -10,9 +10,7 @@ from typing import List, Sequence
 
 import numpy
 
-from ..transitions.arc_eager import (
-    ACTION_NAMES, ARC_EAGER, INPUT_CONTEXT, LEFT, N_ACTIONS, N_RELATIONS, RIGHT, SHIFT,
-)
+from ..transitions.arc_eager import INPUT_CONTEXT, N_ACTIONS, N_RELATIONS, SHIFT
 from .features import FeatureExtractor, SentenceInputs
 
 
@@ -46,11 +44,10 @@ def build_derivation(
     multiroot: bool,
 ) -> Derivation:
     """``gold_heads``/``gold_labels``: 1-based, index 0 unused, projective.
-    The oracle walks one compiled configuration, reading each step's
-    sources, features and Phi as the search does."""
+    The oracle walks one compiled configuration (:meth:`ArcEagerStates.derive`),
+    reading each step's sources, features and Phi as the search does."""
     n = sent.n
     states = extractor.states(multiroot)
-    heads = numpy.asarray(list(gold_heads) + [-1], dtype="int32")
     limit = 4 * n + 5
     feats = numpy.full((limit, extractor.width), -1, dtype="int32")
     src = numpy.full((limit, N_RELATIONS), -1, dtype="int32")
@@ -58,57 +55,27 @@ def build_derivation(
     masks = numpy.zeros((limit, N_ACTIONS), dtype="uint8")
     label = numpy.full((limit,), -1, dtype="int32")
     label_kind = numpy.zeros((limit,), dtype="int32")
-    gen_tag = numpy.full((limit,), -1, dtype="int32")
     end_legal = numpy.zeros((limit,), dtype="uint8")
-    gen_bundle = numpy.full((limit,), -1, dtype="int32")
-    gen_form = numpy.full((limit,), -1, dtype="int32")
-    allowed = numpy.zeros((1, N_ACTIONS), dtype="uint8")
-    kinds = numpy.zeros((1, 2), dtype="int32")
-    no = numpy.zeros(1, dtype="uint8")
     # state 0: the initial decision generates word 1 from an empty history
     feats[0, 0] = 0
-    gen_tag[0], gen_bundle[0], gen_form[0] = sent.gen_tag[0], sent.gen_bundle[0], sent.gen_form[0]
     handle = states.start(numpy.zeros(1, "int32"), sent.rows[:1])
     try:
-        front, t = 1, 0
-        while front <= n:
-            t += 1
-            if t >= limit:
-                raise ValueError("oracle did not terminate")
-            states.describe(handle, no, src[t: t + 1], feats[t: t + 1], masks[t: t + 1], allowed,
-                            end_legal[t: t + 1], kinds)
-            act = states.oracle(handle[0], heads)
-            if not masks[t, act]:
-                raise ValueError(
-                    f"tree is not derivable by arc-eager ({ACTION_NAMES[act]} illegal): "
-                    "is it projective with the right number of roots?")
-            action[t] = act
-            lab = -1
-            if act in (LEFT, RIGHT):
-                lab = gold_labels[front if act == RIGHT else states.stack(handle[0])[-1]]
-                label[t] = lab
-                label_kind[t] = kinds[0, ARC_EAGER.labelled_actions.index(act)]
-            if act == SHIFT:
-                if front < n:  # the next word is generated; after the last, END
-                    gen_tag[t] = sent.gen_tag[front]
-                    gen_bundle[t] = sent.gen_bundle[front]
-                    gen_form[t] = sent.gen_form[front]
-                else:
-                    gen_tag[t] = end_tag
-            else:
-                end_legal[t] = 0
-            states.advance(handle[0], act, lab, t, sent.rows[front] if act == SHIFT and front < n
-                           else None)
-            front += act == SHIFT
-        got = states.tree(handle[0], n)[0]
+        T = states.derive(handle[0], numpy.asarray(list(gold_heads) + [-1], dtype="int32"),
+                          numpy.asarray(list(gold_labels) + [-1], dtype="int32"), sent.rows,
+                          src, feats, masks, action, label, label_kind, end_legal)
     finally:
         states.release(handle)
-    if any(got[i - 1] != gold_heads[i] for i in range(1, n + 1)):
-        raise ValueError("tree is not derivable by arc-eager: is it projective?")
-    T = t + 1
+    # what each Shift generates: the next word, after the last one END
+    gen_tag = numpy.full((T,), -1, dtype="int32")
+    gen_bundle = numpy.full((T,), -1, dtype="int32")
+    gen_form = numpy.full((T,), -1, dtype="int32")
+    steps = numpy.concatenate([[0], numpy.flatnonzero(action[:T] == SHIFT)])
+    gen_tag[steps[:-1]] = sent.gen_tag
+    gen_bundle[steps[:-1]] = sent.gen_bundle
+    gen_form[steps[:-1]] = sent.gen_form
+    gen_tag[steps[-1]] = end_tag
     return Derivation(feats[:T], src[:T], action[:T], masks[:T].astype(bool), label[:T],
-                      label_kind[:T], gen_tag[:T], end_legal[:T].astype(bool), gen_bundle[:T],
-                      gen_form[:T], n)
+                      label_kind[:T], gen_tag, end_legal[:T].astype(bool), gen_bundle, gen_form, n)
 
 
 def chain_derivations(derivs: List[Derivation]) -> Derivation:

@@ -247,6 +247,27 @@ cdef void _sources(const StateC* st, int* out) noexcept nogil:
     out[6] = st.last_front[s] if s > 0 else -1
 
 
+cdef int _oracle(const StateC* st, const int* gold_heads) noexcept nogil:
+    """The static arc-eager oracle's action."""
+    cdef int s = st.stack[st.stack_len - 1]
+    cdef int f = st.front
+    cdef int i, k
+    if st.prev_action == RIGHT:
+        return SHIFT
+    if s > 0 and gold_heads[s] == f:
+        return LEFT
+    if gold_heads[f] == s:
+        return RIGHT
+    if s > 0 and st.heads[s] >= 0:
+        # reduce once the top can take no more dependents from the queue and
+        # the front belongs to something deeper in the stack
+        for i in range(st.stack_len - 1):
+            k = st.stack[i]
+            if gold_heads[f] == k or (k > 0 and gold_heads[k] == f):
+                return REDUCE
+    return SHIFT
+
+
 cdef class ArcEagerStates:
     """Configurations addressed by int handles, with the explicit features
     of a fixed template list (address and attribute codes, table offsets)."""
@@ -553,24 +574,64 @@ cdef class ArcEagerStates:
 
     def oracle(self, long handle, const int[:] gold_heads):
         """The static oracle's action (``gold_heads[i]``: head of word i, 0 = root)."""
+        return _oracle(self._get(handle), &gold_heads[0])
+
+    def derive(self, long handle, const int[:] gold_heads, const int[:] gold_labels,
+               const int[:, ::1] words, int[:, ::1] src, int[:, ::1] feats,
+               unsigned char[:, ::1] masks, int[:] actions, int[:] labels, int[:] label_kinds,
+               unsigned char[:] end_legal):
+        """Walk the static oracle from a started configuration to the end of
+        its sentence (``words``: its word rows; ``gold_heads[i]``: head of
+        word i, 0 = root, index 0 unused): step t registers latent state t and
+        fills row t of the arrays (sources, features, Phi, the action, its
+        label and label kind, END legality before a Shift).  Returns the
+        number of rows used (state 0 included); raises ValueError if the tree
+        cannot be derived (non-projective, or roots the setting forbids)."""
         cdef StateC* st = self._get(handle)
-        cdef int s = st.stack[st.stack_len - 1]
-        cdef int f = st.front
-        cdef int i, k
-        if st.prev_action == RIGHT:
-            return SHIFT
-        if s > 0 and gold_heads[s] == f:
-            return LEFT
-        if gold_heads[f] == s:
-            return RIGHT
-        if s > 0 and st.heads[s] >= 0:
-            # reduce once the top can take no more dependents from the queue
-            # and the front belongs to something deeper in the stack
-            for i in range(st.stack_len - 1):
-                k = st.stack[i]
-                if gold_heads[f] == k or (k > 0 and gold_heads[k] == f):
-                    return REDUCE
-        return SHIFT
+        cdef StateC* bigger
+        cdef int n = words.shape[0]
+        cdef int limit = src.shape[0]
+        cdef int t = 0
+        cdef int act, lab, s
+        cdef unsigned char allowed[4]
+        while st.front <= n:
+            t += 1
+            if t >= limit:
+                raise ValueError("oracle did not terminate")
+            _sources(st, &src[t, 0])
+            self._features(st, &feats[t, 0])
+            _legal(st, self.multiroot, False, &masks[t, 0])
+            act = _oracle(st, &gold_heads[0])
+            if not masks[t, act]:
+                raise ValueError(
+                    f"tree is not derivable by arc-eager ({['SHIFT', 'LEFT', 'RIGHT', 'REDUCE'][act]}"
+                    " illegal): is it projective with the right number of roots?")
+            s = st.stack[st.stack_len - 1]
+            lab = -1
+            end_legal[t] = 0
+            if act == LEFT:
+                lab = gold_labels[s]
+                label_kinds[t] = LABELS_LEFT
+            elif act == RIGHT:
+                lab = gold_labels[st.front]
+                label_kinds[t] = LABELS_ROOT if s == 0 else LABELS_RIGHT
+            elif act == SHIFT:
+                end_legal[t] = _end_legal(st, self.multiroot)
+                if st.front + 1 >= st.cap:
+                    bigger = _copy(st, 2 * st.cap)
+                    _free(st)
+                    self.states[handle] = bigger
+                    st = bigger
+            actions[t] = act
+            labels[t] = lab
+            _register(st, t)
+            _apply(st, act, lab)
+            if act == SHIFT and st.front <= n:
+                _set_word(st, st.front, &words[st.front - 1, 0])
+        for s in range(1, n + 1):
+            if st.heads[s] != gold_heads[s]:
+                raise ValueError("tree is not derivable by arc-eager: is it projective?")
+        return t + 1
 
     # -- the search's state pool -------------------------------------------------
     def referenced_ids(self):

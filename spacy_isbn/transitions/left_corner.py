@@ -37,7 +37,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+import numpy
+
 from ..corpus.ptb import Tree, collapse_unary_chains, expand_unary_chains
+from .system import TransitionSpec
 
 SHIFT, PROJECT, ATTACH = 0, 1, 2
 N_ACTIONS = 3
@@ -57,6 +60,22 @@ N_RELATIONS = len(RELATIONS)
 # terminal and of the top's left-corner terminal (the model reads their tag-word pairs).
 FEATURES = ("last_decision", "top.symbol", "shifted.word", "top.left_corner_word")
 N_FEATURES = len(FEATURES)
+
+# The relation that links a sentence's first state (the bare ROOT) to the END state of the
+# sentence before.  ``recent_child``: read the document as one ROOT taking the sentences as
+# children in turn; when a sentence starts, ROOT's most recently attached child is the previous
+# sentence's tree and that node's last state is the END step (the attach to ROOT).  Every
+# relation is empty at a first state, so the slot is free; this one keeps its meaning.
+RECENT_CHILD = RELATIONS.index("recent_child")
+# For the model and the search (system.TransitionSpec): SHIFT generates the next word or
+# END (the final attach to ROOT, see _left_corner.LeftCornerStates), PROJECT reads a label.
+LEFT_CORNER = TransitionSpec("left_corner", N_ACTIONS, N_RELATIONS, word_action=SHIFT,
+                             labelled_actions=(PROJECT,), plain_actions=(ATTACH,),
+                             sentence_link=RECENT_CHILD)
+# Word addresses and attributes of LeftCornerStates' feature templates (the codes it takes):
+# the most recently shifted word and the top's left-corner word; attributes as ArcEagerStates.
+WORD_ADDRESSES = ("shifted", "left_corner")
+WORD_ATTRIBUTES = ("form", "tag", "pos", "feats")
 
 
 class LeftCornerSystem:
@@ -155,6 +174,43 @@ class LeftCornerSystem:
         except KeyError:
             raise ValueError(f"tag {tag!r} was not seen in training") from None
 
+    # -- the compiled configurations (_left_corner.LeftCornerStates) ------------------------
+    def project_mask_table(self):
+        """(n_symbols, n_labels) uint8: PROJECT's label mask per top symbol (label_kinds)."""
+        return numpy.asarray(self._project_masks, dtype="uint8").reshape(self.n_symbols,
+                                                                          self.n_labels)
+
+    def root_label_mask(self):
+        """(n_labels,) uint8: labels seen at the root of a training tree."""
+        mask = numpy.zeros(self.n_labels, dtype="uint8")
+        mask[sorted(self._root_label_ids)] = 1
+        return mask
+
+    def new_states(self, decision_offset: int = -1, symbol_offset: int = -1,
+                   templates: Sequence[Tuple[object, object]] = (),
+                   offsets: Sequence[int] = ()):
+        """A fresh arena of compiled configurations of this system.
+
+        Feature columns (``LeftCornerStates.width`` in all): 0 the previous decision,
+        ``decision_offset + decision_id`` (``n_decision_ids - 1``: none); 1 the top's symbol,
+        ``symbol_offset + symbol``; then per template ``(address, attribute)`` with its own
+        ``offsets[t]``: address "shifted" (or 0) / "left_corner" (1), attribute "form",
+        "tag", "pos" (one column each) or "feats" (MAX_NODE_FEATS columns), by name or code.
+        An offset of -1 leaves column 0 or 1 at -1."""
+        from ._left_corner import LeftCornerStates
+
+        addresses = [a if isinstance(a, int) else WORD_ADDRESSES.index(a) for a, _ in templates]
+        attributes = [a if isinstance(a, int) else WORD_ATTRIBUTES.index(a) for _, a in templates]
+        return LeftCornerStates(self.project_mask_table(), self.root_label_mask(),
+                                self.max_project_run, len(self.tags), decision_offset,
+                                symbol_offset, addresses, attributes, list(offsets))
+
+    def states_tree(self, states, handle: int, words: Sequence[str]) -> Tree:
+        """The tree of a complete compiled configuration (see LeftCornerStates.tree) over
+        ``words``, unary chains expanded."""
+        parents, labels, positions, _ = states.tree(handle, len(words))
+        return build_tree(self, parents, labels, positions, words)
+
     def initial(self, n_words: Optional[int] = None) -> "Configuration":
         """A fresh configuration; ``n_words`` known when parsing, None when generating."""
         return Configuration(self, n_words)
@@ -190,6 +246,34 @@ class LeftCornerSystem:
                 raise ValueError(f"illegal decision {self.decision_name(decision)}")
             config.apply(decision)
         return config.tree(words)
+
+
+def build_tree(system: LeftCornerSystem, parents: Sequence[int], labels: Sequence[int],
+               positions: Sequence[int], words: Sequence[str]) -> Tree:
+    """A Tree from per-node arrays (node 0 = ROOT with one child; label: phrase label id,
+    or tag id of a preterminal, whose word position is ``positions[node]``), unary chains
+    expanded if the system collapses them.  Children are in node order, which is word order:
+    a node's left corner is created before it, its other children after it, in turn."""
+    children: List[List[int]] = [[] for _ in parents]
+    for node in range(1, len(parents)):
+        if parents[node] < 0:
+            raise ValueError(f"node {node} has no parent: the derivation is not complete")
+        children[parents[node]].append(node)
+    if len(children[ROOT_NODE]) != 1:
+        raise ValueError("ROOT must have exactly one child")
+    out: Dict[int, Tree] = {}
+    todo = [(children[ROOT_NODE][0], False)]
+    while todo:  # post-order without recursion (deep trees)
+        node, ready = todo.pop()
+        if positions[node] >= 0:
+            out[node] = Tree(system.tags[labels[node]], [], words[positions[node]])
+        elif ready:
+            out[node] = Tree(system.labels[labels[node]], [out.pop(k) for k in children[node]])
+        else:
+            todo.append((node, True))
+            todo.extend((k, False) for k in children[node])
+    root = out[children[ROOT_NODE][0]]
+    return expand_unary_chains(root) if system.collapse_unaries else root
 
 
 def _derive(tree: Tree) -> Iterator[Tuple[int, Optional[str]]]:

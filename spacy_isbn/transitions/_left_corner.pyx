@@ -1,0 +1,770 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Left-corner configurations (Henderson 2003) as C structs, many at once.
+
+The compiled counterpart of :class:`.left_corner.Configuration`, with the
+batched calls of :class:`._arc_eager.ArcEagerStates` (``start``,
+``describe``, ``child``, ``shift``, ``advance``, ``tree``, ``stack``,
+``front``, ``release``, ``referenced_ids``, ``remap``, ``n_live``,
+``width``), so that the one ISBN model and the one beam search drive
+either system.
+
+Generative convention (shared with arc-eager): step 0 generates word 1 and
+each word action generates the next word.  Here the word action is SHIFT:
+
+* :meth:`start` is the configuration after the initial SHIFT of word 1
+  (the state of step 0 registered on ROOT);
+* :meth:`shift` with a word row pushes that word as a preterminal (its tag
+  the row's ``out_tag``); with an END row (form -1) it makes the final
+  ATTACH of the complete tree to ROOT: generating END *is* that attach;
+* :meth:`child` makes one PROJECT(label) or ATTACH (never to ROOT).
+
+Nodes are numbered as in the Python configuration: 0 is ROOT, then one per
+SHIFT and PROJECT in creation order.  A configuration is one malloc'd block:
+the stack and seven per-node int arrays (capacity ``ncap``) followed by the
+generated words' rows (capacity ``wcap``, ``WORD_WIDTH`` ints each); a copy
+moves only the nodes and words in use.
+"""
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+import numpy
+
+cdef enum:
+    SHIFT = 0
+    PROJECT = 1
+    ATTACH = 2
+    N_ACTIONS = 3
+    MAX_FEATS = 8
+    # a word row: form, tag, pos, out_tag, out_bundle, feats... (as _arc_eager)
+    WORD_WIDTH = 5 + MAX_FEATS
+    # stack, label, word, parent, first_word, lc_child, last_child, last_state
+    INTS_PER_NODE = 8
+    # input-id values shared with the lexicon
+    NONE_ID = 0
+    # word addresses of the feature templates
+    ADDR_SHIFTED = 0
+    ADDR_LEFT_CORNER = 1
+    # fixed columns: the previous decision, the top's symbol
+    FIXED_COLUMNS = 2
+    UNREACHABLE = 1 << 28
+
+WORD_ROW_WIDTH = WORD_WIDTH
+MAX_NODE_FEATS = MAX_FEATS
+N_FIXED_COLUMNS = FIXED_COLUMNS
+
+
+cdef struct StateC:
+    int ncap
+    int wcap
+    int n_nodes
+    int n_words
+    int stack_len
+    int project_run
+    int prev_action
+    int prev_label
+    int is_final
+    int* block
+    int* stack
+    int* label       # phrase label id, or tag id of a preterminal
+    int* word        # word position of a preterminal, -1 for phrases and ROOT
+    int* parent
+    int* first_word  # position of the node's left-corner word
+    int* lc_child
+    int* last_child
+    int* last_state  # the last latent state with the node on top
+    int* rows        # word rows, WORD_WIDTH ints per generated word
+
+
+cdef StateC* _alloc(int ncap, int wcap) noexcept nogil:
+    cdef StateC* st = <StateC*>malloc(sizeof(StateC))
+    st.ncap = ncap
+    st.wcap = wcap
+    st.block = <int*>malloc((ncap * INTS_PER_NODE + wcap * WORD_WIDTH) * sizeof(int))
+    st.stack = st.block
+    st.label = st.block + ncap
+    st.word = st.block + 2 * ncap
+    st.parent = st.block + 3 * ncap
+    st.first_word = st.block + 4 * ncap
+    st.lc_child = st.block + 5 * ncap
+    st.last_child = st.block + 6 * ncap
+    st.last_state = st.block + 7 * ncap
+    st.rows = st.block + 8 * ncap
+    return st
+
+
+cdef void _free(StateC* st) noexcept nogil:
+    free(st.block)
+    free(st)
+
+
+cdef int _room(int n) noexcept nogil:
+    """Capacity for ``n`` items and some more: most steps need no reallocation."""
+    return n + 2 + (n >> 2) + 6
+
+
+cdef StateC* _copy(const StateC* src, int ncap, int wcap) noexcept nogil:
+    cdef StateC* st = _alloc(ncap, wcap)
+    cdef int n = src.n_nodes
+    st.n_nodes = n
+    st.n_words = src.n_words
+    st.stack_len = src.stack_len
+    st.project_run = src.project_run
+    st.prev_action = src.prev_action
+    st.prev_label = src.prev_label
+    st.is_final = src.is_final
+    memcpy(st.stack, src.stack, src.stack_len * sizeof(int))
+    memcpy(st.label, src.label, n * sizeof(int))
+    memcpy(st.word, src.word, n * sizeof(int))
+    memcpy(st.parent, src.parent, n * sizeof(int))
+    memcpy(st.first_word, src.first_word, n * sizeof(int))
+    memcpy(st.lc_child, src.lc_child, n * sizeof(int))
+    memcpy(st.last_child, src.last_child, n * sizeof(int))
+    memcpy(st.last_state, src.last_state, n * sizeof(int))
+    memcpy(st.rows, src.rows, src.n_words * WORD_WIDTH * sizeof(int))
+    return st
+
+
+cdef StateC* _copy_for(const StateC* src, int action, bint end) noexcept nogil:
+    """A copy with room for ``action`` (a SHIFT adds a node and a word, unless
+    it is the END attach; a PROJECT adds a node)."""
+    cdef int ncap = src.ncap
+    cdef int wcap = src.wcap
+    cdef bint new_node = (action == SHIFT and not end) or action == PROJECT
+    if new_node and src.n_nodes >= ncap:
+        ncap = _room(src.n_nodes)
+    if action == SHIFT and not end and src.n_words >= wcap:
+        wcap = _room(src.n_words)
+    return _copy(src, ncap, wcap)
+
+
+cdef int _new_node(StateC* st, int label, int word, int first_word) noexcept nogil:
+    cdef int node = st.n_nodes
+    st.label[node] = label
+    st.word[node] = word
+    st.parent[node] = -1
+    st.first_word[node] = first_word
+    st.lc_child[node] = -1
+    st.last_child[node] = -1
+    st.last_state[node] = -1
+    st.n_nodes = node + 1
+    return node
+
+
+cdef void _register(StateC* st, int state_id) noexcept nogil:
+    st.last_state[st.stack[st.stack_len - 1]] = state_id
+
+
+cdef void _push_word(StateC* st, const int* row) noexcept nogil:
+    """SHIFT of a word: its row stored, a preterminal with tag ``row[3]`` pushed."""
+    cdef int pos = st.n_words
+    memcpy(st.rows + pos * WORD_WIDTH, row, WORD_WIDTH * sizeof(int))
+    st.n_words = pos + 1
+    st.stack[st.stack_len] = _new_node(st, row[3], pos, pos)
+    st.stack_len += 1
+    st.project_run = 0
+    st.prev_action = SHIFT
+    st.prev_label = -1
+
+
+cdef void _project(StateC* st, int label) noexcept nogil:
+    cdef int child = st.stack[st.stack_len - 1]
+    cdef int node = _new_node(st, label, -1, st.first_word[child])
+    st.parent[child] = node
+    st.lc_child[node] = child
+    st.last_child[node] = child
+    st.stack[st.stack_len - 1] = node
+    st.project_run += 1
+    st.prev_action = PROJECT
+    st.prev_label = label
+
+
+cdef void _attach(StateC* st) noexcept nogil:
+    """[.., Y, X] -> [.., Y]; to ROOT it finishes the derivation (END)."""
+    cdef int child = st.stack[st.stack_len - 1]
+    cdef int head
+    st.stack_len -= 1
+    head = st.stack[st.stack_len - 1]
+    st.parent[child] = head
+    st.last_child[head] = child
+    if st.lc_child[head] < 0:
+        st.lc_child[head] = child
+    st.is_final = head == 0
+    st.project_run = 0
+    st.prev_action = ATTACH
+    st.prev_label = -1
+
+
+cdef class LeftCornerStates:
+    """Left-corner configurations addressed by int64 handles.
+
+    ``project_masks``: (n_symbols, n_labels) PROJECT's label mask per top
+    symbol (phrase labels, then tags, then ROOT: ``LeftCornerSystem.symbol``);
+    ``root_labels``: (n_labels,) labels seen at the root of a training tree;
+    ``max_project_run``: the most PROJECTs in a row.
+
+    Features: ``width`` columns per configuration, -1 = unused:
+
+    * column 0, the previous decision: ``decision_offset`` + its flat id
+      (``LeftCornerSystem.decision_id``: 0 SHIFT, 1 ATTACH, 2 + Y PROJECT Y,
+      ``n_labels + 2`` none, see :meth:`start_features`);
+    * column 1, the top's symbol: ``symbol_offset`` + symbol;
+    * then one template per (``addresses[t]``, ``attributes[t]``,
+      ``offsets[t]``): address 0 the most recently shifted word, 1 the top's
+      left-corner word; attribute 0 form, 1 tag, 2 pos (one column,
+      ``offset + id``, ``offset + NONE_ID`` without a word), 3 feats
+      (``MAX_NODE_FEATS`` columns, as ``ArcEagerStates``).
+
+    An offset of -1 for column 0 or 1 leaves that column -1.
+    """
+
+    cdef StateC** states
+    cdef int n_slots
+    cdef int* free_slots
+    cdef int n_free
+    cdef readonly int n_labels
+    cdef readonly int n_tags
+    cdef readonly int n_symbols
+    cdef readonly int max_project_run
+    cdef readonly int decision_offset
+    cdef readonly int symbol_offset
+    cdef readonly int width
+    cdef int n_templates
+    cdef int* t_addr
+    cdef int* t_attr
+    cdef int* t_offset
+    cdef unsigned char* masks      # n_symbols * n_labels
+    cdef unsigned char* has_parent  # n_symbols
+    cdef unsigned char* is_root    # n_labels
+    cdef int* dist        # n_symbols: fewest PROJECTs to a root label (0: is one)
+    cdef int* proj_dist   # n_symbols: the fewest when at least one PROJECT is made
+
+    def __cinit__(self, project_masks, root_labels, int max_project_run, int n_tags,
+                  int decision_offset=-1, int symbol_offset=-1,
+                  addresses=(), attributes=(), offsets=()):
+        cdef int i, s, y
+        self.states = NULL
+        self.free_slots = NULL
+        self.n_slots = 0
+        self.n_free = 0
+        self.t_addr = self.t_attr = self.t_offset = NULL
+        self.masks = self.has_parent = self.is_root = NULL
+        self.dist = self.proj_dist = NULL
+        pm = numpy.ascontiguousarray(project_masks, dtype="uint8")
+        roots = numpy.ascontiguousarray(root_labels, dtype="uint8").reshape(-1)
+        if pm.ndim != 2:
+            raise ValueError("project_masks must be (n_symbols, n_labels)")
+        self.n_labels = pm.shape[1]
+        self.n_tags = n_tags
+        self.n_symbols = self.n_labels + n_tags + 1
+        if pm.shape[0] != self.n_symbols:
+            raise ValueError(f"project_masks has {pm.shape[0]} rows for "
+                             f"{self.n_symbols} symbols (labels, tags, ROOT)")
+        if roots.shape[0] != self.n_labels:
+            raise ValueError(f"root_labels must have {self.n_labels} entries")
+        if max_project_run < 0:
+            raise ValueError("max_project_run must be >= 0")
+        if not (len(addresses) == len(attributes) == len(offsets)):
+            raise ValueError("addresses, attributes and offsets differ in length")
+        self.max_project_run = max_project_run
+        self.decision_offset = decision_offset
+        self.symbol_offset = symbol_offset
+        self.n_templates = len(addresses)
+        self.t_addr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
+        self.t_attr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
+        self.t_offset = <int*>malloc(max(1, self.n_templates) * sizeof(int))
+        self.width = FIXED_COLUMNS
+        for i in range(self.n_templates):
+            if addresses[i] not in (ADDR_SHIFTED, ADDR_LEFT_CORNER):
+                raise ValueError(f"unknown word address {addresses[i]}")
+            if attributes[i] not in (0, 1, 2, 3):
+                raise ValueError(f"unknown attribute {attributes[i]} (0 form, 1 tag, 2 pos, 3 feats)")
+            self.t_addr[i] = addresses[i]
+            self.t_attr[i] = attributes[i]
+            self.t_offset[i] = offsets[i]
+            self.width += MAX_FEATS if attributes[i] == 3 else 1
+        self.masks = <unsigned char*>malloc(self.n_symbols * max(1, self.n_labels))
+        self.has_parent = <unsigned char*>malloc(self.n_symbols)
+        self.is_root = <unsigned char*>malloc(max(1, self.n_labels))
+        self.dist = <int*>malloc(self.n_symbols * sizeof(int))
+        self.proj_dist = <int*>malloc(self.n_symbols * sizeof(int))
+        for y in range(self.n_labels):
+            self.is_root[y] = roots[y] != 0
+        for s in range(self.n_symbols):
+            self.has_parent[s] = 0
+            for y in range(self.n_labels):
+                self.masks[s * self.n_labels + y] = pm[s, y] != 0
+                if pm[s, y]:
+                    self.has_parent[s] = 1
+        self._distances()
+        self._grow(64)
+
+    cdef void _distances(self):
+        """``dist[s]``: the fewest PROJECTs turning a node of symbol s into a
+        phrase with a root label (0 if it is one; UNREACHABLE if none);
+        ``proj_dist[s]``: the fewest when at least one PROJECT is made."""
+        cdef int s, y, n_lab = self.n_labels, changed, best
+        for s in range(self.n_symbols):
+            self.dist[s] = 0 if (s < n_lab and self.is_root[s]) else UNREACHABLE
+        changed = 1
+        while changed:  # Bellman-Ford on unit weights: at most n_labels rounds
+            changed = 0
+            for s in range(self.n_symbols):
+                best = UNREACHABLE
+                for y in range(n_lab):
+                    if self.masks[s * n_lab + y] and self.dist[y] + 1 < best:
+                        best = self.dist[y] + 1
+                self.proj_dist[s] = best
+                if best < self.dist[s]:
+                    self.dist[s] = best
+                    changed = 1
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.n_slots):
+            if self.states[i] != NULL:
+                _free(self.states[i])
+        free(self.states)
+        free(self.free_slots)
+        free(self.t_addr)
+        free(self.t_attr)
+        free(self.t_offset)
+        free(self.masks)
+        free(self.has_parent)
+        free(self.is_root)
+        free(self.dist)
+        free(self.proj_dist)
+
+    # -- the arena -------------------------------------------------------------
+    cdef void _grow(self, int n_slots):
+        cdef StateC** states = <StateC**>malloc(n_slots * sizeof(StateC*))
+        cdef int* free_slots = <int*>malloc(n_slots * sizeof(int))
+        cdef int i
+        for i in range(self.n_slots):
+            states[i] = self.states[i]
+        for i in range(self.n_free):
+            free_slots[i] = self.free_slots[i]
+        for i in range(n_slots - 1, self.n_slots - 1, -1):
+            states[i] = NULL
+            free_slots[self.n_free] = i
+            self.n_free += 1
+        free(self.states)
+        free(self.free_slots)
+        self.states = states
+        self.free_slots = free_slots
+        self.n_slots = n_slots
+
+    cdef long _put(self, StateC* st):
+        if self.n_free == 0:
+            self._grow(2 * self.n_slots)
+        self.n_free -= 1
+        cdef int slot = self.free_slots[self.n_free]
+        self.states[slot] = st
+        return slot
+
+    cdef StateC* _get(self, long handle) except NULL:
+        if handle < 0 or handle >= self.n_slots or self.states[handle] == NULL:
+            raise KeyError(f"no configuration {handle}")
+        return self.states[handle]
+
+    @property
+    def n_live(self) -> int:
+        return self.n_slots - self.n_free
+
+    def _check_words(self, words, Py_ssize_t n):
+        if words.shape[0] != n or words.shape[1] != WORD_WIDTH:
+            raise ValueError(f"word rows must be ({n}, {WORD_WIDTH}), got {tuple(words.shape)[:2]}")
+
+    cdef int _check_tag(self, int tag) except -1:
+        if tag < 0 or tag >= self.n_tags:
+            raise ValueError(f"out_tag {tag} is not a tag id (0..{self.n_tags - 1})")
+        return 0
+
+    cdef int _check(self, const StateC* st, int action, int label, bint end) except -1:
+        """Refuse what would break a configuration (Phi is the caller's
+        business: this only keeps the stack and the symbol tables sound)."""
+        cdef int top = st.stack[st.stack_len - 1]
+        if st.is_final:
+            raise ValueError("the derivation is finished")
+        if action == SHIFT and end:
+            if st.stack_len != 2:
+                raise ValueError("END needs the stack [ROOT, X]")
+        elif action == PROJECT:
+            if top == 0:
+                raise ValueError("PROJECT of ROOT")
+            if label < 0 or label >= self.n_labels:
+                raise ValueError(f"PROJECT label {label} is not a label id")
+        elif action == ATTACH:
+            if st.stack_len <= 2:
+                raise ValueError("ATTACH needs three nodes on the stack (ROOT takes END)")
+        elif action != SHIFT:
+            raise ValueError(f"unknown action {action}")
+        return 0
+
+    # -- creating and freeing ----------------------------------------------------
+    def start(self, const int[:] state_ids, const int[:, ::1] words):
+        """New sentences after the initial SHIFT of word 1 (``words`` rows:
+        form, tag, pos, out_tag, out_bundle, feats...; the preterminal's tag
+        is ``out_tag``), the state of that step ``state_ids[i]`` (registered
+        on ROOT unless -1)."""
+        cdef Py_ssize_t i, n = state_ids.shape[0]
+        cdef long[:] out = numpy.empty(n, dtype="int64")
+        cdef StateC* st
+        self._check_words(words, n)
+        for i in range(n):
+            self._check_tag(words[i, 3])
+        for i in range(n):
+            st = _alloc(_room(2), _room(1))
+            st.n_nodes = 0
+            st.n_words = 0
+            st.stack_len = 1
+            st.is_final = 0
+            _new_node(st, -1, -1, -1)  # ROOT
+            st.stack[0] = 0
+            if state_ids[i] >= 0:
+                _register(st, state_ids[i])
+            _push_word(st, &words[i, 0])
+            out[i] = self._put(st)
+        return numpy.asarray(out)
+
+    def release(self, const long[:] handles):
+        """Free configurations (unknown or already freed handles are skipped)."""
+        cdef Py_ssize_t i
+        cdef long h
+        for i in range(handles.shape[0]):
+            h = handles[i]
+            if 0 <= h < self.n_slots and self.states[h] != NULL:
+                _free(self.states[h])
+                self.states[h] = NULL
+                self.free_slots[self.n_free] = h
+                self.n_free += 1
+
+    # -- transitions -------------------------------------------------------------
+    def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
+              const int[:] state_ids):
+        """New configurations: each parent after PROJECT(``labels[i]``) or
+        ATTACH (``actions[i]``; -1: a plain copy) made in latent state
+        ``state_ids[i]`` (registered first; -1: none).  Words are generated
+        by :meth:`shift` only."""
+        cdef Py_ssize_t i, n = parents.shape[0]
+        cdef long[:] out = numpy.empty(n, dtype="int64")
+        cdef StateC* src
+        cdef StateC* st
+        if actions.shape[0] != n or labels.shape[0] != n or state_ids.shape[0] != n:
+            raise ValueError("parents, actions, labels and state_ids differ in length")
+        for i in range(n):
+            src = self._get(parents[i])
+            if actions[i] == SHIFT:
+                raise ValueError("a SHIFT generates a word: use shift()")
+            if actions[i] >= 0:
+                self._check(src, actions[i], labels[i], False)
+        for i in range(n):
+            src = self.states[parents[i]]
+            st = _copy_for(src, actions[i], False)
+            if state_ids[i] >= 0:
+                _register(st, state_ids[i])
+            if actions[i] == PROJECT:
+                _project(st, labels[i])
+            elif actions[i] == ATTACH:
+                _attach(st)
+            out[i] = self._put(st)
+        return numpy.asarray(out)
+
+    def shift(self, const long[:] parents, const int[:] state_ids, const int[:, ::1] words):
+        """New configurations: each parent after the word action made in
+        latent state ``state_ids[i]`` (registered first; -1: none): the word
+        of row i pushed as a preterminal (tag = its ``out_tag``), or, if the
+        row's form is -1, END: the final ATTACH of the tree to ROOT."""
+        cdef Py_ssize_t i, n = parents.shape[0]
+        cdef long[:] out = numpy.empty(n, dtype="int64")
+        cdef StateC* src
+        cdef StateC* st
+        cdef bint end
+        self._check_words(words, n)
+        if state_ids.shape[0] != n:
+            raise ValueError("parents and state_ids differ in length")
+        for i in range(n):
+            src = self._get(parents[i])
+            end = words[i, 0] < 0
+            self._check(src, SHIFT, -1, end)
+            if not end:
+                self._check_tag(words[i, 3])
+        for i in range(n):
+            src = self.states[parents[i]]
+            end = words[i, 0] < 0
+            st = _copy_for(src, SHIFT, end)
+            if state_ids[i] >= 0:
+                _register(st, state_ids[i])
+            if end:
+                _attach(st)
+            else:
+                _push_word(st, &words[i, 0])
+            out[i] = self._put(st)
+        return numpy.asarray(out)
+
+    def advance(self, long handle, int action, int label, int state_id, words=None):
+        """One decision in place (training derivations, oracles): register
+        the step's state (unless -1), then apply ``action`` (unless -1).  A
+        SHIFT pushes the word of row ``words``, or is END (the attach to ROOT)
+        if ``words`` is None or its form is -1."""
+        cdef StateC* st = self._get(handle)
+        cdef StateC* bigger
+        cdef const int[:] row = None
+        cdef bint end = False
+        if action == SHIFT:
+            if words is not None:
+                row = numpy.ascontiguousarray(words, dtype="int32").reshape(-1)
+                if row.shape[0] != WORD_WIDTH:
+                    raise ValueError(f"a word row has {WORD_WIDTH} ids")
+            end = row is None or row[0] < 0
+            if not end:
+                self._check_tag(row[3])
+        if action >= 0:
+            self._check(st, action, label, end)
+            if (action == PROJECT or (action == SHIFT and not end)) and (
+                    st.n_nodes >= st.ncap or st.n_words >= st.wcap):
+                bigger = _copy_for(st, action, end)
+                _free(st)
+                self.states[handle] = bigger
+                st = bigger
+        if state_id >= 0:
+            _register(st, state_id)
+        if action == SHIFT:
+            if end:
+                _attach(st)
+            else:
+                _push_word(st, &row[0])
+        elif action == PROJECT:
+            _project(st, label)
+        elif action == ATTACH:
+            _attach(st)
+
+    # -- what the model reads ----------------------------------------------------
+    def describe(self, const long[:] handles, const unsigned char[:] front_is_last,
+                 int[:, ::1] src, int[:, ::1] feats, unsigned char[:, ::1] masks,
+                 unsigned char[:, ::1] allowed, unsigned char[:] end_legal,
+                 int[:, ::1] label_kinds):
+        """Fill, per configuration: ``src`` (N, 4) the relations' source
+        states (``left_corner.RELATIONS``, -1: none); ``feats`` (N, width);
+        ``masks`` (N, 3) Phi: SHIFT (generate the next word, or END) when the
+        top is a phrase, PROJECT when the run is not exhausted and some label
+        was seen over the top's symbol, ATTACH when three nodes are on the
+        stack; ``end_legal`` (N,) the stack is [ROOT, X], X a phrase with a
+        root label; ``allowed`` (N, 3) = masks, or where ``front_is_last[i]``
+        (no word may follow) SHIFT only if END is legal and PROJECT/ATTACH
+        only if a complete tree is still reachable after them (exact per
+        action; for PROJECT: after at least one of its labels);
+        ``label_kinds`` (N, 1) the top's symbol, which selects PROJECT's
+        label mask."""
+        cdef Py_ssize_t i, n = handles.shape[0]
+        cdef StateC* st
+        cdef int top
+        if (front_is_last.shape[0] < n or end_legal.shape[0] < n
+                or src.shape[0] < n or src.shape[1] < 4
+                or feats.shape[0] < n or feats.shape[1] < self.width
+                or masks.shape[0] < n or masks.shape[1] < N_ACTIONS
+                or allowed.shape[0] < n or allowed.shape[1] < N_ACTIONS
+                or label_kinds.shape[0] < n or label_kinds.shape[1] < 1):
+            raise ValueError(f"describe: outputs too small for {n} configurations "
+                             f"(src (n, 4), feats (n, {self.width}), masks/allowed (n, 3), "
+                             "end_legal (n,), label_kinds (n, 1))")
+        for i in range(n):
+            st = self._get(handles[i])
+            top = st.stack[st.stack_len - 1]
+            self._sources(st, &src[i, 0])
+            self._features(st, &feats[i, 0])
+            self._legal(st, &masks[i, 0])
+            end_legal[i] = self._end_legal(st)
+            if front_is_last[i]:
+                self._allowed_at_end(st, &masks[i, 0], end_legal[i], &allowed[i, 0])
+            else:
+                allowed[i, 0] = masks[i, 0]
+                allowed[i, 1] = masks[i, 1]
+                allowed[i, 2] = masks[i, 2]
+            label_kinds[i, 0] = self._symbol(st, top)
+
+    cdef inline int _symbol(self, const StateC* st, int node) noexcept nogil:
+        if node == 0:
+            return self.n_symbols - 1
+        if st.word[node] >= 0:
+            return self.n_labels + st.label[node]
+        return st.label[node]
+
+    cdef void _sources(self, const StateC* st, int* out) noexcept nogil:
+        cdef int top = st.stack[st.stack_len - 1]
+        cdef int lc = st.lc_child[top]
+        cdef int rc = st.last_child[top]
+        out[0] = st.last_state[top]
+        out[1] = st.last_state[st.stack[st.stack_len - 2]] if st.stack_len > 1 else -1
+        out[2] = st.last_state[lc] if lc >= 0 else -1
+        out[3] = st.last_state[rc] if rc >= 0 else -1
+
+    cdef void _legal(self, const StateC* st, unsigned char* out) noexcept nogil:
+        cdef int top = st.stack[st.stack_len - 1]
+        if st.is_final or top == 0:
+            out[0] = out[1] = out[2] = 0
+            return
+        out[SHIFT] = st.word[top] < 0
+        out[PROJECT] = (st.project_run < self.max_project_run
+                        and self.has_parent[self._symbol(st, top)])
+        out[ATTACH] = st.stack_len > 2
+
+    cdef bint _end_legal(self, const StateC* st) noexcept nogil:
+        cdef int x
+        if st.is_final or st.stack_len != 2:
+            return False
+        x = st.stack[1]
+        return st.word[x] < 0 and self.is_root[st.label[x]]
+
+    cdef void _allowed_at_end(self, const StateC* st, const unsigned char* mask,
+                              bint end_legal, unsigned char* out) noexcept nogil:
+        """With no word left a derivation can only PROJECT and ATTACH.  From
+        [ROOT, n1 .. nk]: if k >= 2, ATTACHes bring n1 (a phrase) back on top
+        with the run reset, so a tree is reachable iff dist[n1] <= max_run,
+        whatever is projected above it meanwhile; if k == 1, n1 is on top
+        with ``project_run`` PROJECTs made, and a PROJECT keeps a tree
+        reachable iff some label of it is at most ``max_run - run - 1``
+        PROJECTs from a root label."""
+        cdef int n1 = st.stack[1] if st.stack_len > 1 else 0
+        cdef bint ok
+        out[SHIFT] = end_legal
+        if st.stack_len > 2:
+            ok = self.dist[self._symbol(st, n1)] <= self.max_project_run
+            out[PROJECT] = mask[PROJECT] and ok
+            out[ATTACH] = mask[ATTACH] and ok
+        else:
+            out[PROJECT] = mask[PROJECT] and n1 > 0 and (
+                self.proj_dist[self._symbol(st, n1)] <= self.max_project_run - st.project_run)
+            out[ATTACH] = 0
+
+    cdef int _decision_id(self, const StateC* st) noexcept nogil:
+        if st.prev_action < 0:
+            return self.n_labels + 2
+        if st.prev_action == SHIFT:
+            return 0
+        if st.prev_action == ATTACH:
+            return 1
+        return 2 + st.prev_label
+
+    cdef void _word_columns(self, const StateC* st, int pos, int attr, int offset,
+                            int* out) noexcept nogil:
+        cdef const int* row
+        cdef int k, val
+        if attr == 3:
+            if pos < 0:
+                out[0] = offset + NONE_ID
+                for k in range(1, MAX_FEATS):
+                    out[k] = -1
+            else:
+                row = st.rows + pos * WORD_WIDTH + 5
+                for k in range(MAX_FEATS):
+                    val = row[k]
+                    out[k] = offset + val if val >= 0 else -1
+            return
+        out[0] = offset + (NONE_ID if pos < 0 else st.rows[pos * WORD_WIDTH + attr])
+
+    cdef void _features(self, const StateC* st, int* out) noexcept nogil:
+        cdef int top = st.stack[st.stack_len - 1]
+        cdef int t, j, pos
+        out[0] = self.decision_offset + self._decision_id(st) if self.decision_offset >= 0 else -1
+        out[1] = self.symbol_offset + self._symbol(st, top) if self.symbol_offset >= 0 else -1
+        j = FIXED_COLUMNS
+        for t in range(self.n_templates):
+            pos = st.n_words - 1 if self.t_addr[t] == ADDR_SHIFTED else st.first_word[top]
+            self._word_columns(st, pos, self.t_attr[t], self.t_offset[t], out + j)
+            j += MAX_FEATS if self.t_attr[t] == 3 else 1
+
+    def start_features(self, Py_ssize_t n):
+        """(n, width) features of a sentence's first step (the bare ROOT
+        configuration, before :meth:`start`): no previous decision, the
+        ROOT symbol, no words."""
+        cdef int[:, ::1] out = numpy.empty((n, self.width), dtype="int32")
+        cdef Py_ssize_t i
+        cdef int t, j
+        for i in range(n):
+            out[i, 0] = self.decision_offset + self.n_labels + 2 if self.decision_offset >= 0 else -1
+            out[i, 1] = self.symbol_offset + self.n_symbols - 1 if self.symbol_offset >= 0 else -1
+            j = FIXED_COLUMNS
+            for t in range(self.n_templates):
+                self._word_columns(NULL, -1, self.t_attr[t], self.t_offset[t], &out[i, j])
+                j += MAX_FEATS if self.t_attr[t] == 3 else 1
+        return numpy.asarray(out)
+
+    # -- reading configurations ------------------------------------------------
+    def front(self, const long[:] handles):
+        """Words generated so far (word i, 1-based, is the i-th)."""
+        cdef Py_ssize_t i
+        cdef long[:] out = numpy.empty(handles.shape[0], dtype="int64")
+        for i in range(handles.shape[0]):
+            out[i] = self._get(handles[i]).n_words
+        return numpy.asarray(out)
+
+    def final(self, const long[:] handles):
+        """Whether each derivation is finished (END made)."""
+        cdef Py_ssize_t i
+        cdef unsigned char[:] out = numpy.empty(handles.shape[0], dtype="uint8")
+        for i in range(handles.shape[0]):
+            out[i] = self._get(handles[i]).is_final
+        return numpy.asarray(out).view(bool)
+
+    def stack(self, long handle):
+        cdef StateC* st = self._get(handle)
+        cdef int k
+        return [st.stack[k] for k in range(st.stack_len)]
+
+    def project_run(self, long handle):
+        return self._get(handle).project_run
+
+    def tree(self, long handle, int n_words):
+        """The tree of a finished derivation, or of one whose stack is
+        [ROOT, X], X a phrase (read as if END were made: the search reads a sentence's
+        tree from the configuration END is generated from), over its
+        ``n_words`` words: ``(parents, labels, positions, bundles)``, the
+        first three per node 0..n_nodes-1 (node 0 = ROOT, parent -1; label:
+        phrase label id, or tag id of a preterminal; position: the word of a
+        preterminal, -1 for phrases), ``bundles`` the words' out_bundle.
+        ``left_corner.build_tree`` turns it into a ``Tree``."""
+        cdef StateC* st = self._get(handle)
+        cdef int k
+        if n_words != st.n_words:
+            raise ValueError(f"configuration has {st.n_words} words, not {n_words}")
+        if not st.is_final and (st.stack_len != 2 or st.word[st.stack[1]] >= 0):
+            raise ValueError("the derivation is not complete: the stack is not [ROOT, phrase]")
+        parents = [st.parent[k] for k in range(st.n_nodes)]
+        if not st.is_final:
+            parents[st.stack[1]] = 0
+        return (parents, [st.label[k] for k in range(st.n_nodes)],
+                [st.word[k] for k in range(st.n_nodes)],
+                [st.rows[k * WORD_WIDTH + 4] for k in range(st.n_words)])
+
+    # -- the search's state pool -------------------------------------------------
+    def referenced_ids(self):
+        """Every latent state id a live configuration links to (-1s included)."""
+        cdef Py_ssize_t n = 0, i
+        cdef int k, j
+        cdef StateC* st
+        for i in range(self.n_slots):
+            if self.states[i] != NULL:
+                n += self.states[i].n_nodes
+        cdef int[:] out = numpy.empty(n, dtype="int32")
+        j = 0
+        for i in range(self.n_slots):
+            st = self.states[i]
+            if st == NULL:
+                continue
+            for k in range(st.n_nodes):
+                out[j] = st.last_state[k]
+                j += 1
+        return numpy.asarray(out)
+
+    def remap(self, const int[:] mapping):
+        """Replace every linked state id x by ``mapping[x]``."""
+        cdef Py_ssize_t i
+        cdef int k
+        cdef StateC* st
+        for i in range(self.n_slots):
+            st = self.states[i]
+            if st == NULL:
+                continue
+            for k in range(st.n_nodes):
+                if st.last_state[k] >= 0:
+                    st.last_state[k] = mapping[st.last_state[k]]

@@ -6,7 +6,7 @@ feature id.  A sentence becomes a handful of int arrays; a batch pads them to
 (batch, steps, ...) so the model can run all sentences in lockstep.
 """
 from dataclasses import dataclass, fields
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 import numpy
 
@@ -76,6 +76,67 @@ def build_derivation(
     gen_tag[steps[-1]] = end_tag
     return Derivation(feats[:T], src[:T], action[:T], masks[:T].astype(bool), label[:T],
                       label_kind[:T], gen_tag, end_legal[:T].astype(bool), gen_bundle, gen_form, n)
+
+
+def build_left_corner_derivation(sent: SentenceInputs, decisions: Sequence[Tuple[int, int]],
+                                 states, end_tag: int) -> Derivation:
+    """The gold left-corner derivation of a tree (``LeftCornerSystem.oracle``)
+    as the same arrays, for the same model: ``states`` is the system's arena
+    (``LeftCornerSystem.new_states``, whose tag ids must be the lexicon's).
+    The shift of word 1 is state 0, each later shift generates its word, and
+    the final attach to ROOT is the END that the word action generates."""
+    from ..transitions.left_corner import ATTACH, N_ACTIONS as N_LC_ACTIONS, N_RELATIONS as N_LC
+    from ..transitions.left_corner import PROJECT, SHIFT as LC_SHIFT
+
+    n, T = sent.n, len(decisions)
+    feats = numpy.full((T, states.width), -1, dtype="int32")
+    src = numpy.full((T, N_LC), -1, dtype="int32")
+    action = numpy.full((T,), -1, dtype="int32")
+    masks = numpy.zeros((T, N_LC_ACTIONS), dtype="uint8")
+    label = numpy.full((T,), -1, dtype="int32")
+    label_kind = numpy.zeros((T,), dtype="int32")
+    end_legal = numpy.zeros((T,), dtype="uint8")
+    gen_tag = numpy.full((T,), -1, dtype="int32")
+    gen_bundle = numpy.full((T,), -1, dtype="int32")
+    gen_form = numpy.full((T,), -1, dtype="int32")
+    allowed = numpy.zeros((1, N_LC_ACTIONS), dtype="uint8")
+    kinds = numpy.zeros((1, 1), dtype="int32")
+    no = numpy.zeros(1, dtype="uint8")
+    end_row = numpy.full(sent.rows.shape[1], -1, dtype="int32")
+    feats[0] = states.start_features(1)[0]
+    gen_tag[0], gen_bundle[0], gen_form[0] = sent.gen_tag[0], sent.gen_bundle[0], sent.gen_form[0]
+    handle = states.start(numpy.zeros(1, "int32"), sent.rows[:1])
+    try:
+        shifted = 1
+        for t, (act, arg) in enumerate(decisions[1:], start=1):
+            states.describe(handle, no, src[t: t + 1], feats[t: t + 1], masks[t: t + 1], allowed,
+                            end_legal[t: t + 1], kinds)
+            final = t == T - 1
+            if final and not (act == ATTACH and shifted == n and end_legal[t]):
+                raise ValueError("not a complete left-corner derivation")
+            act = LC_SHIFT if final else act
+            if not masks[t, act]:
+                raise ValueError(f"decision {t} ({act}, {arg}) is illegal")
+            action[t] = act
+            if act == PROJECT:
+                label[t], label_kind[t] = arg, kinds[0, 0]
+                states.advance(handle[0], PROJECT, arg, t)
+            elif act == ATTACH:
+                states.advance(handle[0], ATTACH, -1, t)
+            elif final:
+                gen_tag[t] = end_tag
+                states.advance(handle[0], LC_SHIFT, -1, t, end_row)
+            else:
+                gen_tag[t] = sent.gen_tag[shifted]
+                gen_bundle[t], gen_form[t] = sent.gen_bundle[shifted], sent.gen_form[shifted]
+                states.advance(handle[0], LC_SHIFT, -1, t, sent.rows[shifted])
+                shifted += 1
+            if act != LC_SHIFT:
+                end_legal[t] = 0
+    finally:
+        states.release(handle)
+    return Derivation(feats, src, action, masks.astype(bool), label, label_kind, gen_tag,
+                      end_legal.astype(bool), gen_bundle, gen_form, n)
 
 
 def chain_derivations(derivs: List[Derivation]) -> Derivation:

@@ -105,10 +105,13 @@ class LeftCornerSystem:
 
     # -- inventories -------------------------------------------------------------------------
     @classmethod
-    def from_trees(cls, trees: Iterable[Tree], collapse_unaries: bool = False) -> "LeftCornerSystem":
-        """Read the inventories and Phi's statistics off training trees."""
+    def from_trees(cls, trees: Iterable[Tree], collapse_unaries: bool = False,
+                   tags: Optional[Sequence[str]] = None) -> "LeftCornerSystem":
+        """Read the inventories and Phi's statistics off training trees;
+        ``tags``: the tag inventory in a given order (e.g. the model lexicon's,
+        so tag ids agree), by default the tags of the trees, sorted."""
         labels: Counter = Counter()
-        tags: Counter = Counter()
+        seen_tags: Counter = Counter()
         parents: Dict[str, set] = {}
         roots = set()
         max_run = 1
@@ -120,13 +123,17 @@ class LeftCornerSystem:
             while stack:
                 node = stack.pop()
                 if node.is_preterminal:
-                    tags[node.label] += 1
+                    seen_tags[node.label] += 1
                     continue
                 labels[node.label] += 1
                 parents.setdefault(node.children[0].label, set()).add(node.label)
                 stack.extend(node.children)
             max_run = max(max_run, _max_project_run(tree))
-        return cls(sorted(labels), sorted(tags), parents, roots, max_run, collapse_unaries)
+        if tags is None:
+            tags = sorted(seen_tags)
+        elif set(seen_tags) - set(tags):
+            raise ValueError(f"tags {sorted(set(seen_tags) - set(tags))} are not in the inventory")
+        return cls(sorted(labels), list(tags), parents, roots, max_run, collapse_unaries)
 
     def to_dict(self) -> dict:
         return {"labels": self.labels, "tags": self.tags,

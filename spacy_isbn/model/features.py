@@ -138,6 +138,19 @@ class FeatureExtractor:
         self.n_rows = offset
         self._states: Dict[str, ArcEagerStates] = {}
 
+    def start_features(self, n: int) -> numpy.ndarray:
+        """(n, width) features of a sentence's first state: the start decision only."""
+        feats = numpy.full((n, self.width), -1, dtype="int32")
+        feats[:, 0] = 0
+        return feats
+
+    @staticmethod
+    def sentence(states: ArcEagerStates, handle: int, n_words: int) -> dict:
+        """A finished sentence's analysis (see ``ParsedSentence``): heads and
+        labels, and the tags and bundles generated."""
+        heads, labels, tags, bundles = states.tree(handle, n_words)
+        return {"heads": heads, "labels": labels, "tags": tags, "bundles": bundles}
+
     def states(self, multiroot: bool) -> ArcEagerStates:
         """The arena of configurations whose features are these templates
         (one per setting, kept: configurations are freed after use)."""
@@ -165,6 +178,19 @@ class FeatureExtractor:
     def n_decisions(self) -> int:
         """Values of the previous decision: start, shift, reduce, left/right labels."""
         return 3 + 2 * self.n_labels
+
+    def start_features(self, n: int) -> numpy.ndarray:
+        """(n, width) features of a sentence's first state: the start decision only."""
+        feats = numpy.full((n, self.width), -1, dtype="int32")
+        feats[:, 0] = 0
+        return feats
+
+    @staticmethod
+    def sentence(states: ArcEagerStates, handle: int, n_words: int) -> dict:
+        """A finished sentence's analysis (see ``ParsedSentence``): heads and
+        labels, and the tags and bundles generated."""
+        heads, labels, tags, bundles = states.tree(handle, n_words)
+        return {"heads": heads, "labels": labels, "tags": tags, "bundles": bundles}
 
     def states(self, multiroot: bool) -> ArcEagerStates:
         """The arena of configurations whose features are these templates
@@ -202,3 +228,41 @@ class FeatureExtractor:
         if action == REDUCE:
             return 2
         return 3 + label + (self.n_labels if action == RIGHT else 0)
+
+
+class LeftCornerFeatures:
+    """The left-corner system's explicit features over the model lexicon's
+    inputs: the previous decision, the top's symbol, and the form and tag of
+    the last shifted word and of the top's left-corner word (see
+    ``LeftCornerSystem.new_states``).  Gives the search what
+    :class:`FeatureExtractor` gives it for arc-eager."""
+
+    TEMPLATES = (("shifted", "form"), ("shifted", "tag"), ("left_corner", "form"),
+                 ("left_corner", "tag"))
+
+    def __init__(self, system, lex: Lexicon):
+        self.system = system
+        self.offsets: List[int] = []
+        self.n_rows = system.n_decision_ids + system.n_symbols
+        for _, attr in self.TEMPLATES:
+            self.offsets.append(self.n_rows)
+            self.n_rows += lex.input_size(attr)
+        self._states = self.new_states(False)
+        self.width = self._states.width
+
+    def new_states(self, multiroot: bool = False):
+        """A fresh arena of the system's configurations (one root node per
+        tree: ``multiroot`` does not apply)."""
+        return self.system.new_states(0, self.system.n_decision_ids, self.TEMPLATES, self.offsets)
+
+    def states(self, multiroot: bool = False):
+        return self._states
+
+    def start_features(self, n: int) -> numpy.ndarray:
+        return self._states.start_features(n)
+
+    @staticmethod
+    def sentence(states, handle: int, n_words: int) -> dict:
+        """A finished sentence's tree as per-node parent, label, word position."""
+        parents, labels, positions, _ = states.tree(handle, n_words)
+        return {"heads": [], "labels": [], "nodes": (list(parents), list(labels), list(positions))}

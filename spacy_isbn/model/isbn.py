@@ -116,11 +116,12 @@ def _logsumexp(logits) -> numpy.ndarray:
 
 
 def _masked_log_softmax(logits, mask):
+    """Log-softmax over the unmasked entries; a row with none is all -inf."""
     logits = numpy.where(mask, logits, -numpy.inf)
     mx = logits.max(axis=-1, keepdims=True)
     mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
-    z = numpy.exp(logits - mx)
-    lse = numpy.log(z.sum(axis=-1, keepdims=True)) + mx
+    z = numpy.exp(logits - mx).sum(axis=-1, keepdims=True)
+    lse = numpy.log(numpy.where(z > 0, z, 1.0)) + mx
     return logits - lse
 
 

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import FeatureExtractor, JointTables, SentenceInputs
+from ..model.features import FeatureExtractor, JointTables, LeftCornerFeatures, SentenceInputs
 from ..model.isbn import ISBNScorer
 from ..transitions._arc_eager import WORD_ROW_WIDTH
 from ..transitions.arc_eager import ARC_EAGER
@@ -54,6 +54,9 @@ class ParsedSentence:
     logprob: float  # log P(tree, words) of this sentence
     tags: Optional[List[int]] = None  # joint tagging: output tag and bundle ids
     bundles: Optional[List[int]] = None
+    # a constituency tree instead (left-corner): per node its parent, label and
+    # word position (-1 for a phrase); heads and labels are then empty
+    nodes: Optional[Tuple[List[int], List[int], List[int]]] = None
 
 
 @dataclass
@@ -147,7 +150,7 @@ class BeamSearch:
     def __init__(
         self,
         scorer: ISBNScorer,
-        extractor: FeatureExtractor,
+        extractor: "FeatureExtractor | LeftCornerFeatures",
         *,
         transitions: TransitionSpec = ARC_EAGER,
         beam_width: int = 10,
@@ -159,7 +162,8 @@ class BeamSearch:
         max_sentence_length: int = 512,
     ):
         self.scorer = scorer
-        self.extractor = extractor  # its configurations are the transition system's
+        # the transition system's configurations, features and analyses
+        self.extractor = extractor
         self.spec = transitions
         self.beam_width = max(1, beam_width)
         self.label_top_k = max(1, label_top_k)
@@ -190,12 +194,6 @@ class BeamSearch:
             self.timing["total_seconds"] += time.perf_counter() - start
 
     # -- the model's side: decision log-probs and states of a request ---------------
-    def _start_feats(self, n: int) -> numpy.ndarray:
-        """Features of a sentence's first state: the start decision only."""
-        feats = numpy.full((n, self.extractor.width), -1, dtype="int32")
-        feats[:, 0] = 0
-        return feats
-
     def _first_word(self, eta, rows, toks, words: "_Words", pool: _StatePool) -> _Candidates:
         """Candidates for sentences' first words (tokens ``toks``) from the
         first states ``eta[rows]``."""
@@ -262,7 +260,8 @@ class BeamSearch:
                     tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
             parents = numpy.zeros((len(rows), spec.n_relations, scorer.nH), dtype="float32")
             parents[:, spec.sentence_link] = context
-            eta0 = scorer.pre(parents.reshape(len(rows), -1), self._start_feats(len(rows)))
+            eta0 = scorer.pre(parents.reshape(len(rows), -1),
+                              self.extractor.start_features(len(rows)))
             first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
                                      words, pool)
             first.pos = rows[first.pos]
@@ -516,7 +515,7 @@ class _Search:
             return self.results
         # every segment's first word, from the same initial state
         init_eta = s.scorer.pre(numpy.zeros((1, s.spec.n_relations * s.scorer.nH), "float32"),
-                                s._start_feats(1))
+                                s.extractor.start_features(1))
         first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
         seg = live[first.pos]
@@ -745,11 +744,11 @@ class _Search:
         ends after segment token ``last_tok``."""
         h = self.hyps
         size = last_tok + 1 - int(h.offset[row])
-        heads, labels, tags, bundles = self.states.tree(int(h.handle[row]), size)
+        analysis = self.s.extractor.sentence(self.states, int(h.handle[row]), size)
         if self.s.joint is None:
-            tags = bundles = None
-        sent = ParsedSentence(int(h.offset[row]), heads, labels,
-                              end_score - float(h.start_score[row]), tags, bundles)
+            analysis.update(tags=None, bundles=None)
+        sent = ParsedSentence(int(h.offset[row]), logprob=end_score - float(h.start_score[row]),
+                              **analysis)
         return (h.done[row], sent)
 
     def _finish_segments(self, segs: numpy.ndarray) -> None:

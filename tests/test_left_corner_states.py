@@ -75,6 +75,8 @@ class Described:
         self.allowed = numpy.empty((1, N_ACTIONS), "uint8")
         self.end_legal = numpy.empty(1, "uint8")
         self.kinds = numpy.empty((1, 1), "int32")
+        self.label_masks = states.label_mask_table()
+        self.n_symbols = len(self.label_masks) // 2
 
     def __call__(self, handle, front_is_last=False):
         self.states.describe(numpy.array([handle], "int64"),
@@ -123,10 +125,13 @@ def check_step(config, desc, rows, front_is_last, memo):
     assert desc.feats[0].tolist() == expected_features(config, rows)
     legal = config.legal_actions()
     two = len(config.stack) == 2
+    # right above ROOT a node may only take labels that can still become a root label
+    kind = config.symbol(config.top) + (desc.n_symbols if two else 0)
+    assert desc.kinds[0, 0] == kind
+    project = legal[PROJECT] and bool(desc.label_masks[kind].any())
     # SHIFT generates the next word or END; ATTACH never to ROOT: that is END
-    assert desc.masks[0].tolist() == [legal[SHIFT], legal[PROJECT], legal[ATTACH] and not two]
+    assert desc.masks[0].tolist() == [legal[SHIFT], project, legal[ATTACH] and not two]
     assert bool(desc.end_legal[0]) == (legal[ATTACH] and two)
-    assert desc.kinds[0, 0] == config.symbol(config.top)
     if front_is_last:
         assert desc.allowed[0].tolist() == expected_allowed(config, memo)
     else:
@@ -139,7 +144,6 @@ def drive(system, states, tree, memo, check=True):
     decisions = system.oracle(tree)
     rows = word_rows(system, tree)
     n = len(rows)
-    project_masks = system.project_mask_table()
     desc = Described(states)
     config = system.initial(None)
     handle = None
@@ -172,7 +176,7 @@ def drive(system, states, tree, memo, check=True):
                 new = states.shift(parents, ids, END_ROW)
             else:
                 if action == PROJECT:
-                    assert project_masks[desc.kinds[0, 0], arg]
+                    assert desc.label_masks[desc.kinds[0, 0], arg]
                 new = states.child(parents, numpy.array([action], "int32"),
                                    numpy.array([arg], "int32"), ids)
             states.release(parents)
@@ -284,7 +288,8 @@ def test_random_derivations_never_dead_end_at_the_last_word(source, request):
                 decision = (ATTACH, -1) if end else (SHIFT, int(row[0, 3]))
             else:
                 if action == PROJECT:
-                    labels = [y for y, m in enumerate(config.legal_labels()) if m]
+                    labels = [y for y, m in enumerate(config.legal_labels())
+                              if m and desc.label_masks[desc.kinds[0, 0], y]]
                     if last:
                         labels = [y for y in labels
                                   if completable(after(config, (PROJECT, y)), memo)]

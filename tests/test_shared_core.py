@@ -36,7 +36,7 @@ def _setup(width=6):
                            nK=len(spec.labelled_actions)).items():
         model.set_dim(dim, value, force=True)
     model.attrs.update(bundle_ranges=lex.bundle_ranges, form_ranges=lex.form_ranges,
-                       label_masks=system.project_mask_table().astype(bool).tolist(),
+                       label_masks=states.label_mask_table().astype(bool).tolist(),
                        label_blocks=list(spec.label_blocks))
     model.initialize()
     inputs = [SentenceInputs(tk, lex) for tk in toks]

@@ -234,6 +234,10 @@ cdef class LeftCornerStates:
     cdef int* t_offset
     cdef unsigned char* masks      # n_symbols * n_labels
     cdef unsigned char* has_parent  # n_symbols
+    # labels a node directly above ROOT may take: it must still be able to
+    # become a root label (within one run of PROJECTs once all is attached to it)
+    cdef unsigned char* bottom_ok  # n_labels
+    cdef unsigned char* has_bottom_parent  # n_symbols
     cdef unsigned char* is_root    # n_labels
     cdef int* dist        # n_symbols: fewest PROJECTs to a root label (0: is one)
     cdef int* proj_dist   # n_symbols: the fewest when at least one PROJECT is made
@@ -248,6 +252,7 @@ cdef class LeftCornerStates:
         self.n_free = 0
         self.t_addr = self.t_attr = self.t_offset = NULL
         self.masks = self.has_parent = self.is_root = NULL
+        self.bottom_ok = self.has_bottom_parent = NULL
         self.dist = self.proj_dist = NULL
         pm = numpy.ascontiguousarray(project_masks, dtype="uint8")
         roots = numpy.ascontiguousarray(root_labels, dtype="uint8").reshape(-1)
@@ -296,6 +301,15 @@ cdef class LeftCornerStates:
                 if pm[s, y]:
                     self.has_parent[s] = 1
         self._distances()
+        self.bottom_ok = <unsigned char*>malloc(max(1, self.n_labels))
+        self.has_bottom_parent = <unsigned char*>malloc(self.n_symbols)
+        for y in range(self.n_labels):
+            self.bottom_ok[y] = self.dist[y] <= max_project_run
+        for s in range(self.n_symbols):
+            self.has_bottom_parent[s] = 0
+            for y in range(self.n_labels):
+                if self.masks[s * self.n_labels + y] and self.bottom_ok[y]:
+                    self.has_bottom_parent[s] = 1
         self._grow(64)
 
     cdef void _distances(self):
@@ -333,6 +347,8 @@ cdef class LeftCornerStates:
         free(self.is_root)
         free(self.dist)
         free(self.proj_dist)
+        free(self.bottom_ok)
+        free(self.has_bottom_parent)
 
     # -- the arena -------------------------------------------------------------
     cdef void _grow(self, int n_slots):
@@ -580,7 +596,22 @@ cdef class LeftCornerStates:
                 allowed[i, 0] = masks[i, 0]
                 allowed[i, 1] = masks[i, 1]
                 allowed[i, 2] = masks[i, 2]
-            label_kinds[i, 0] = self._symbol(st, top)
+            # the label mask: the top's symbol's, or (right above ROOT) only
+            # labels that can still become a root label: see label_mask_table
+            label_kinds[i, 0] = self._symbol(st, top) + (self.n_symbols if st.stack_len == 2 else 0)
+
+    def label_mask_table(self):
+        """(2 * n_symbols, n_labels) uint8: PROJECT's label mask per label kind:
+        row s the labels seen over symbol s; row n_symbols + s the same
+        for a node right above ROOT, restricted to labels that can still
+        become a root label (so no derivation runs into a dead end)."""
+        out = numpy.zeros((2 * self.n_symbols, self.n_labels), dtype="uint8")
+        cdef int s, y
+        for s in range(self.n_symbols):
+            for y in range(self.n_labels):
+                out[s, y] = self.masks[s * self.n_labels + y]
+                out[self.n_symbols + s, y] = self.masks[s * self.n_labels + y] and self.bottom_ok[y]
+        return out
 
     cdef inline int _symbol(self, const StateC* st, int node) noexcept nogil:
         if node == 0:
@@ -605,7 +636,8 @@ cdef class LeftCornerStates:
             return
         out[SHIFT] = st.word[top] < 0
         out[PROJECT] = (st.project_run < self.max_project_run
-                        and self.has_parent[self._symbol(st, top)])
+                        and (self.has_bottom_parent if st.stack_len == 2
+                             else self.has_parent)[self._symbol(st, top)])
         out[ATTACH] = st.stack_len > 2
 
     cdef bint _end_legal(self, const StateC* st) noexcept nogil:

@@ -16,7 +16,7 @@ from .pcfg import Pcfg, PcfgVariant
 from .report import PCFG, build_report, read_rows, result_row, write_report
 from .right_branching import RightBranching
 
-COMMANDS = ("ptb-convert", "constituency-baselines", "constituency-report")
+COMMANDS = ("ptb-convert", "constituency-baselines", "constituency-report", "constituency-evaluate")
 DEFAULT_VARIANTS = "h1,h2,h1-parent,h2-parent"
 
 
@@ -43,6 +43,17 @@ def add_and_run(ap: argparse.ArgumentParser, sub, argv: Optional[List[str]]) -> 
     p.add_argument("output_md", type=Path)
     p.add_argument("--rows", type=Path, nargs="*", default=[],
                    help="JSON files of further rows (e.g. isbn_constituency's); missing ones are skipped")
+    p = sub.add_parser("constituency-evaluate",
+                       help="parse a split with a trained isbn_constituency (the trees' tags given) "
+                            "and add its PARSEVAL row to a JSON file of rows")
+    p.add_argument("model", type=Path)
+    p.add_argument("data", type=Path, help="a .spacy split from ptb-convert")
+    p.add_argument("output", type=Path, help="JSON list of rows; the row replaces one of the same name")
+    p.add_argument("--system", required=True, help="the row's name")
+    p.add_argument("--split", default="test")
+    p.add_argument("--train-fraction", type=float, default=1.0)
+    p.add_argument("--beam-width", type=int, default=0, help="0: the model's own")
+    p.add_argument("--approximation", default="", help="feedforward or meanfield (default: the model's)")
     args_list = sys.argv[1:] if argv is None else list(argv)
     if not args_list or args_list[0] not in COMMANDS:
         return False
@@ -57,12 +68,50 @@ def add_and_run(ap: argparse.ArgumentParser, sub, argv: Optional[List[str]]) -> 
                                curve=_fractions(args.curve), log=print)
         args.output.parent.mkdir(parents=True, exist_ok=True)
         srsly.write_json(args.output, result)
+    elif args.cmd == "constituency-evaluate":
+        row = evaluate_isbn(args.model, args.data, args.system, args.split, args.train_fraction,
+                            beam_width=args.beam_width, approximation=args.approximation)
+        rows = [r for r in (srsly.read_json(args.output) if args.output.exists() else [])
+                if r["system"] != args.system]
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(args.output, rows + [row])
+        print(f"{args.system} on {args.split}: F1 {row['parseval']['all']['f1']:.2f} "
+              f"(<= 15: {row['parseval']['<=15']['f1']:.2f}) -> {args.output}")
     else:
         report = build_report(srsly.read_json(args.baselines), read_rows(args.rows))
         args.output_json.parent.mkdir(parents=True, exist_ok=True)
         write_report(report, args.output_json, args.output_md)
         print(f"report -> {args.output_json}, {args.output_md}")
     return True
+
+
+def evaluate_isbn(model: Path, data: Path, system: str, split: str, train_fraction: float = 1.0,
+                  beam_width: int = 0, approximation: str = "") -> dict:
+    """A trained isbn_constituency on the trees of ``data``: each sentence a
+    Doc of its words with the trees' tags, one sentence; its PARSEVAL row."""
+    import spacy
+    from spacy.tokens import Doc
+
+    from .spans import doc_trees
+
+    nlp = spacy.load(model)
+    name = next(n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_constituency")
+    pipe = nlp.get_pipe(name)
+    if beam_width:
+        pipe.cfg["beam_width"] = beam_width
+    if approximation:
+        pipe.model.attrs["approximation"] = approximation
+    trees = read_docbin_trees(data)
+    docs = [Doc(nlp.vocab, words=t.words(), tags=t.tags(),
+                sent_starts=[True] + [False] * (len(t.words()) - 1)) for t in trees]
+    start = time.perf_counter()
+    with nlp.select_pipes(enable=[name]):
+        parsed = list(nlp.pipe(docs, batch_size=1000))
+    seconds = time.perf_counter() - start
+    predicted = [doc_trees(doc)[0] for doc in parsed]
+    return result_row(system, split, trees, predicted, train_fraction=train_fraction,
+                      seconds=seconds, tags="gold", beam_width=pipe.cfg["beam_width"],
+                      approximation=pipe.model.attrs["approximation"])
 
 
 def _parse_all(parser: Pcfg, trees: Sequence[Tree], gold_tags: bool = False):

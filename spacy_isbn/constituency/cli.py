@@ -54,6 +54,10 @@ def add_and_run(ap: argparse.ArgumentParser, sub, argv: Optional[List[str]]) -> 
     p.add_argument("--train-fraction", type=float, default=1.0)
     p.add_argument("--beam-width", type=int, default=0, help="0: the model's own")
     p.add_argument("--approximation", default="", help="feedforward or meanfield (default: the model's)")
+    p.add_argument("--tagger", type=Path, default=None,
+                   help="a spaCy pipeline whose tagger (and the tok2vec it listens to) tags the "
+                        "words instead of the trees' tags (e.g. training/ewt/model-best: EWT's "
+                        "XPOS are Penn Treebank tags)")
     args_list = sys.argv[1:] if argv is None else list(argv)
     if not args_list or args_list[0] not in COMMANDS:
         return False
@@ -70,7 +74,8 @@ def add_and_run(ap: argparse.ArgumentParser, sub, argv: Optional[List[str]]) -> 
         srsly.write_json(args.output, result)
     elif args.cmd == "constituency-evaluate":
         row = evaluate_isbn(args.model, args.data, args.system, args.split, args.train_fraction,
-                            beam_width=args.beam_width, approximation=args.approximation)
+                            beam_width=args.beam_width, approximation=args.approximation,
+                            tagger=args.tagger)
         rows = [r for r in (srsly.read_json(args.output) if args.output.exists() else [])
                 if r["system"] != args.system]
         args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -86,9 +91,10 @@ def add_and_run(ap: argparse.ArgumentParser, sub, argv: Optional[List[str]]) -> 
 
 
 def evaluate_isbn(model: Path, data: Path, system: str, split: str, train_fraction: float = 1.0,
-                  beam_width: int = 0, approximation: str = "") -> dict:
+                  beam_width: int = 0, approximation: str = "", tagger: Optional[Path] = None) -> dict:
     """A trained isbn_constituency on the trees of ``data``: each sentence a
-    Doc of its words with the trees' tags, one sentence; its PARSEVAL row."""
+    Doc of its words, one sentence, with the trees' tags or those of
+    ``tagger``'s pipeline; its PARSEVAL row."""
     import spacy
     from spacy.tokens import Doc
 
@@ -97,20 +103,27 @@ def evaluate_isbn(model: Path, data: Path, system: str, split: str, train_fracti
     nlp = spacy.load(model)
     name = next(n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_constituency")
     pipe = nlp.get_pipe(name)
+    enable = [name]
+    if tagger is not None:
+        source = spacy.load(tagger)
+        for component in ("tok2vec", "tagger"):
+            nlp.add_pipe(component, source=source, before=name)
+        enable = ["tok2vec", "tagger", name]
     if beam_width:
         pipe.cfg["beam_width"] = beam_width
     if approximation:
         pipe.model.attrs["approximation"] = approximation
     trees = read_docbin_trees(data)
-    docs = [Doc(nlp.vocab, words=t.words(), tags=t.tags(),
+    docs = [Doc(nlp.vocab, words=t.words(), tags=None if tagger else t.tags(),
                 sent_starts=[True] + [False] * (len(t.words()) - 1)) for t in trees]
     start = time.perf_counter()
-    with nlp.select_pipes(enable=[name]):
+    with nlp.select_pipes(enable=enable):
         parsed = list(nlp.pipe(docs, batch_size=1000))
     seconds = time.perf_counter() - start
     predicted = [doc_trees(doc)[0] for doc in parsed]
     return result_row(system, split, trees, predicted, train_fraction=train_fraction,
-                      seconds=seconds, tags="gold", beam_width=pipe.cfg["beam_width"],
+                      seconds=seconds, tags=f"tagger of {tagger}" if tagger else "gold",
+                      beam_width=pipe.cfg["beam_width"],
                       approximation=pipe.model.attrs["approximation"])
 
 

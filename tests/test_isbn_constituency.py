@@ -23,7 +23,7 @@ def test_isbn_constituency_trains_parses_and_serialises(tmp_path):
     nlp = spacy.blank("en")
     trees = [t for text in TREES for t in parse_bracketed(text)]
     examples = [Example(_tagged(nlp, t), tree_to_doc(t, nlp.vocab)) for t in trees]
-    parser = nlp.add_pipe("isbn_constituency", config={"cutoff": 1, "beam_width": 4,
+    nlp.add_pipe("isbn_constituency", config={"cutoff": 1, "beam_width": 4,
                                                        "model": {"hidden_width": 24}})
     optimizer = nlp.initialize(lambda: examples)
     optimizer.learn_rate = 0.01

@@ -179,56 +179,6 @@ class FeatureExtractor:
         """Values of the previous decision: start, shift, reduce, left/right labels."""
         return 3 + 2 * self.n_labels
 
-    def start_features(self, n: int) -> numpy.ndarray:
-        """(n, width) features of a sentence's first state: the start decision only."""
-        feats = numpy.full((n, self.width), -1, dtype="int32")
-        feats[:, 0] = 0
-        return feats
-
-    @staticmethod
-    def sentence(states: ArcEagerStates, handle: int, n_words: int) -> dict:
-        """A finished sentence's analysis (see ``ParsedSentence``): heads and
-        labels, and the tags and bundles generated."""
-        heads, labels, tags, bundles = states.tree(handle, n_words)
-        return {"heads": heads, "labels": labels, "tags": tags, "bundles": bundles}
-
-    def states(self, multiroot: bool) -> ArcEagerStates:
-        """The arena of configurations whose features are these templates
-        (one per setting, kept: configurations are freed after use)."""
-        key = "multiroot" if multiroot else "single"
-        if key not in self._states:
-            self._states[key] = self.new_states(multiroot)
-        return self._states[key]
-
-    def new_states(self, multiroot: bool) -> ArcEagerStates:
-        """A fresh arena of configurations whose features are these templates."""
-        return ArcEagerStates([ADDRESSES.index(a) for a, _ in self.templates],
-                              [ATTRIBUTES.index(t) for _, t in self.templates],
-                              self.offsets, self.n_labels, multiroot)
-
-    def form_columns(self) -> List[Tuple[int, int]]:
-        """(column, id of the unknown form) of each word-form template."""
-        out, column = [], 1
-        for (addr, attr), offset in zip(self.templates, self.offsets):
-            if attr == "form":
-                out.append((column, offset + UNK))
-            column += MAX_FEATS if attr == "feats" else 1
-        return out
-
-    @property
-    def n_decisions(self) -> int:
-        """Values of the previous decision: start, shift, reduce, left/right labels."""
-        return 3 + 2 * self.n_labels
-
-    def decision_id(self, action: int, label: int) -> int:
-        if action < 0:
-            return 0
-        if action == SHIFT:
-            return 1
-        if action == REDUCE:
-            return 2
-        return 3 + label + (self.n_labels if action == RIGHT else 0)
-
 
 class LeftCornerFeatures:
     """The left-corner system's explicit features over the model lexicon's

@@ -16,6 +16,8 @@ document's memory stays proportional to the live hypotheses.
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from ._slots cimport SlotTable
+
 import numpy
 
 cdef enum:
@@ -272,10 +274,7 @@ cdef class ArcEagerStates:
     """Configurations addressed by int handles, with the explicit features
     of a fixed template list (address and attribute codes, table offsets)."""
 
-    cdef StateC** states
-    cdef int n_slots
-    cdef int* free_slots
-    cdef int n_free
+    cdef SlotTable slots
     cdef readonly bint multiroot
     cdef readonly int n_labels
     cdef int n_templates
@@ -298,57 +297,27 @@ cdef class ArcEagerStates:
             self.width += MAX_FEATS if attributes[i] == 3 else 1
         self.n_labels = n_labels
         self.multiroot = multiroot
-        self.n_slots = 0
-        self.states = NULL
-        self.free_slots = NULL
-        self.n_free = 0
-        self._grow(64)
+        self.slots = SlotTable()
 
     def __dealloc__(self):
         cdef int i
-        for i in range(self.n_slots):
-            if self.states[i] != NULL:
-                _free(self.states[i])
-        free(self.states)
-        free(self.free_slots)
+        if self.slots is not None:
+            for i in range(self.slots.n_slots):
+                if self.slots.items[i] != NULL:
+                    _free(<StateC*>self.slots.items[i])
         free(self.t_addr)
         free(self.t_attr)
         free(self.t_offset)
 
-    cdef void _grow(self, int n_slots):
-        cdef StateC** states = <StateC**>malloc(n_slots * sizeof(StateC*))
-        cdef int* free_slots = <int*>malloc(n_slots * sizeof(int))
-        cdef int i
-        for i in range(self.n_slots):
-            states[i] = self.states[i]
-        for i in range(self.n_free):
-            free_slots[i] = self.free_slots[i]
-        for i in range(n_slots - 1, self.n_slots - 1, -1):
-            states[i] = NULL
-            free_slots[self.n_free] = i
-            self.n_free += 1
-        free(self.states)
-        free(self.free_slots)
-        self.states = states
-        self.free_slots = free_slots
-        self.n_slots = n_slots
-
-    cdef long _put(self, StateC* st):
-        if self.n_free == 0:
-            self._grow(2 * self.n_slots)
-        self.n_free -= 1
-        cdef int slot = self.free_slots[self.n_free]
-        self.states[slot] = st
-        return slot
+    cdef long _put(self, StateC* st) except -1:
+        return self.slots.put(st)
 
     cdef StateC* _get(self, long handle) except NULL:
-        if handle < 0 or handle >= self.n_slots or self.states[handle] == NULL:
-            raise KeyError(f"no configuration {handle}")
-        return self.states[handle]
+        return <StateC*>self.slots.get(handle)
 
     @property
     def n_live(self) -> int:
-        return self.n_slots - self.n_free
+        return self.slots.n_live
 
     # -- creating and freeing ------------------------------------------------
     def start(self, const int[:] state_ids, const int[:, ::1] words):
@@ -392,13 +361,12 @@ cdef class ArcEagerStates:
         """Free configurations (unknown or already freed handles are skipped)."""
         cdef Py_ssize_t i
         cdef long h
+        cdef StateC* st
         for i in range(handles.shape[0]):
             h = handles[i]
-            if 0 <= h < self.n_slots and self.states[h] != NULL:
-                _free(self.states[h])
-                self.states[h] = NULL
-                self.free_slots[self.n_free] = h
-                self.n_free += 1
+            st = <StateC*>self.slots.take(h)
+            if st != NULL:
+                _free(st)
 
     # -- transitions ---------------------------------------------------------
     def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
@@ -450,7 +418,7 @@ cdef class ArcEagerStates:
         if action == SHIFT and st.front + 1 >= st.cap:
             bigger = _copy(st, 2 * st.cap)
             _free(st)
-            self.states[handle] = bigger
+            self.slots.items[handle] = bigger
             st = bigger
         if state_id >= 0:
             _register(st, state_id)
@@ -620,7 +588,7 @@ cdef class ArcEagerStates:
                 if st.front + 1 >= st.cap:
                     bigger = _copy(st, 2 * st.cap)
                     _free(st)
-                    self.states[handle] = bigger
+                    self.slots.items[handle] = bigger
                     st = bigger
             actions[t] = act
             labels[t] = lab
@@ -639,13 +607,13 @@ cdef class ArcEagerStates:
         cdef Py_ssize_t n = 0, i
         cdef int k, j
         cdef StateC* st
-        for i in range(self.n_slots):
-            if self.states[i] != NULL:
-                n += 3 * (self.states[i].front + 1) + 1
+        for i in range(self.slots.n_slots):
+            if self.slots.items[i] != NULL:
+                n += 3 * ((<StateC*>self.slots.items[i]).front + 1) + 1
         cdef int[:] out = numpy.empty(n, dtype="int32")
         j = 0
-        for i in range(self.n_slots):
-            st = self.states[i]
+        for i in range(self.slots.n_slots):
+            st = <StateC*>self.slots.items[i]
             if st == NULL:
                 continue
             for k in range(st.front + 1):
@@ -662,8 +630,8 @@ cdef class ArcEagerStates:
         cdef Py_ssize_t i
         cdef int k
         cdef StateC* st
-        for i in range(self.n_slots):
-            st = self.states[i]
+        for i in range(self.slots.n_slots):
+            st = <StateC*>self.slots.items[i]
             if st == NULL:
                 continue
             for k in range(st.front + 1):

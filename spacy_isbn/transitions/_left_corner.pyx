@@ -27,6 +27,8 @@ moves only the nodes and words in use.
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from ._slots cimport SlotTable
+
 import numpy
 
 cdef enum:
@@ -217,10 +219,7 @@ cdef class LeftCornerStates:
     An offset of -1 for column 0 or 1 leaves that column -1.
     """
 
-    cdef StateC** states
-    cdef int n_slots
-    cdef int* free_slots
-    cdef int n_free
+    cdef SlotTable slots
     cdef readonly int n_labels
     cdef readonly int n_tags
     cdef readonly int n_symbols
@@ -246,10 +245,7 @@ cdef class LeftCornerStates:
                   int decision_offset=-1, int symbol_offset=-1,
                   addresses=(), attributes=(), offsets=()):
         cdef int i, s, y
-        self.states = NULL
-        self.free_slots = NULL
-        self.n_slots = 0
-        self.n_free = 0
+        self.slots = SlotTable()
         self.t_addr = self.t_attr = self.t_offset = NULL
         self.masks = self.has_parent = self.is_root = NULL
         self.bottom_ok = self.has_bottom_parent = NULL
@@ -310,7 +306,6 @@ cdef class LeftCornerStates:
             for y in range(self.n_labels):
                 if self.masks[s * self.n_labels + y] and self.bottom_ok[y]:
                     self.has_bottom_parent[s] = 1
-        self._grow(64)
 
     cdef void _distances(self):
         """``dist[s]``: the fewest PROJECTs turning a node of symbol s into a
@@ -334,11 +329,10 @@ cdef class LeftCornerStates:
 
     def __dealloc__(self):
         cdef int i
-        for i in range(self.n_slots):
-            if self.states[i] != NULL:
-                _free(self.states[i])
-        free(self.states)
-        free(self.free_slots)
+        if self.slots is not None:
+            for i in range(self.slots.n_slots):
+                if self.slots.items[i] != NULL:
+                    _free(<StateC*>self.slots.items[i])
         free(self.t_addr)
         free(self.t_attr)
         free(self.t_offset)
@@ -351,40 +345,15 @@ cdef class LeftCornerStates:
         free(self.has_bottom_parent)
 
     # -- the arena -------------------------------------------------------------
-    cdef void _grow(self, int n_slots):
-        cdef StateC** states = <StateC**>malloc(n_slots * sizeof(StateC*))
-        cdef int* free_slots = <int*>malloc(n_slots * sizeof(int))
-        cdef int i
-        for i in range(self.n_slots):
-            states[i] = self.states[i]
-        for i in range(self.n_free):
-            free_slots[i] = self.free_slots[i]
-        for i in range(n_slots - 1, self.n_slots - 1, -1):
-            states[i] = NULL
-            free_slots[self.n_free] = i
-            self.n_free += 1
-        free(self.states)
-        free(self.free_slots)
-        self.states = states
-        self.free_slots = free_slots
-        self.n_slots = n_slots
-
-    cdef long _put(self, StateC* st):
-        if self.n_free == 0:
-            self._grow(2 * self.n_slots)
-        self.n_free -= 1
-        cdef int slot = self.free_slots[self.n_free]
-        self.states[slot] = st
-        return slot
+    cdef long _put(self, StateC* st) except -1:
+        return self.slots.put(st)
 
     cdef StateC* _get(self, long handle) except NULL:
-        if handle < 0 or handle >= self.n_slots or self.states[handle] == NULL:
-            raise KeyError(f"no configuration {handle}")
-        return self.states[handle]
+        return <StateC*>self.slots.get(handle)
 
     @property
     def n_live(self) -> int:
-        return self.n_slots - self.n_free
+        return self.slots.n_live
 
     def _check_words(self, words, Py_ssize_t n):
         if words.shape[0] != n or words.shape[1] != WORD_WIDTH:
@@ -446,13 +415,12 @@ cdef class LeftCornerStates:
         """Free configurations (unknown or already freed handles are skipped)."""
         cdef Py_ssize_t i
         cdef long h
+        cdef StateC* st
         for i in range(handles.shape[0]):
             h = handles[i]
-            if 0 <= h < self.n_slots and self.states[h] != NULL:
-                _free(self.states[h])
-                self.states[h] = NULL
-                self.free_slots[self.n_free] = h
-                self.n_free += 1
+            st = <StateC*>self.slots.take(h)
+            if st != NULL:
+                _free(st)
 
     # -- transitions -------------------------------------------------------------
     def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
@@ -474,7 +442,7 @@ cdef class LeftCornerStates:
             if actions[i] >= 0:
                 self._check(src, actions[i], labels[i], False)
         for i in range(n):
-            src = self.states[parents[i]]
+            src = self._get(parents[i])
             st = _copy_for(src, actions[i], False)
             if state_ids[i] >= 0:
                 _register(st, state_ids[i])
@@ -505,7 +473,7 @@ cdef class LeftCornerStates:
             if not end:
                 self._check_tag(words[i, 3])
         for i in range(n):
-            src = self.states[parents[i]]
+            src = self._get(parents[i])
             end = words[i, 0] < 0
             st = _copy_for(src, SHIFT, end)
             if state_ids[i] >= 0:
@@ -540,7 +508,7 @@ cdef class LeftCornerStates:
                     st.n_nodes >= st.ncap or st.n_words >= st.wcap):
                 bigger = _copy_for(st, action, end)
                 _free(st)
-                self.states[handle] = bigger
+                self.slots.items[handle] = bigger
                 st = bigger
         if state_id >= 0:
             _register(st, state_id)
@@ -774,13 +742,13 @@ cdef class LeftCornerStates:
         cdef Py_ssize_t n = 0, i
         cdef int k, j
         cdef StateC* st
-        for i in range(self.n_slots):
-            if self.states[i] != NULL:
-                n += self.states[i].n_nodes
+        for i in range(self.slots.n_slots):
+            if self.slots.items[i] != NULL:
+                n += (<StateC*>self.slots.items[i]).n_nodes
         cdef int[:] out = numpy.empty(n, dtype="int32")
         j = 0
-        for i in range(self.n_slots):
-            st = self.states[i]
+        for i in range(self.slots.n_slots):
+            st = <StateC*>self.slots.items[i]
             if st == NULL:
                 continue
             for k in range(st.n_nodes):
@@ -793,8 +761,8 @@ cdef class LeftCornerStates:
         cdef Py_ssize_t i
         cdef int k
         cdef StateC* st
-        for i in range(self.n_slots):
-            st = self.states[i]
+        for i in range(self.slots.n_slots):
+            st = <StateC*>self.slots.items[i]
             if st == NULL:
                 continue
             for k in range(st.n_nodes):

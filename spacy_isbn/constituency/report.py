@@ -51,10 +51,11 @@ def read_rows(paths: Iterable[Path]) -> List[dict]:
 def build_report(baselines: dict, extra_rows: Sequence[dict]) -> dict:
     """The report: every test row, the dev comparison of PCFG variants, the target check."""
     rows = list(baselines["rows"]) + list(extra_rows)
-    pcfg = next((r for r in rows if r["system"] == PCFG and r["split"] == "test"
-                 and r["train_fraction"] == 1.0), None)
+    # each system against the PCFG read off the same share of train
+    pcfgs = {r["train_fraction"]: r for r in rows if r["system"] == PCFG and r["split"] == "test"}
     checks = []
     for row in rows:
+        pcfg = pcfgs.get(row["train_fraction"])
         if row["system"] in BASELINES or row["split"] != "test" or pcfg is None:
             continue
         for cls in TARGET_CLASSES:

@@ -45,8 +45,8 @@ _KEPT_COLUMNS = ("lemma", "upos", "xpos", "feats", "deps", "misc")
 _TAG_FEATURES = {"cpostag": "CPOSTAG", "postag": "POSTAG"}
 
 
-class ConllFormatError(ValueError):
-    """A malformed CoNLL file, reported as ``path:line: problem`` so editors can jump to it."""
+class CorpusFormatError(ValueError):
+    """Malformed corpus input, reported as ``path:line: problem`` so editors can jump to it."""
 
     def __init__(self, path, line: int, message: str):
         super().__init__(f"{path}:{line}: {message}")
@@ -58,6 +58,10 @@ class ConllFormatError(ValueError):
         # The default reduce passes only the formatted message; keep the error picklable
         # for multiprocessing workers.
         return type(self), (self.path, self.line, self.reason)
+
+
+class ConllFormatError(CorpusFormatError):
+    """A malformed CoNLL file."""
 
 
 @dataclass

@@ -20,6 +20,8 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
+from .conll import CorpusFormatError
+
 TREE_KEY = "isbn_ptb_tree"
 EMPTY_TAG = "-NONE-"
 UNARY_JOINER = "+"  # collapse_unary_chains: (S (VP ..)) -> (S+VP ..)
@@ -29,17 +31,8 @@ SPLIT_FILES: Dict[str, Tuple[int, int]] = {"train": (1, 159), "dev": (160, 179),
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 
-class PtbFormatError(ValueError):
-    """Malformed bracketed input, reported as ``path:line: problem``."""
-
-    def __init__(self, path, line: int, message: str):
-        super().__init__(f"{path}:{line}: {message}")
-        self.path = str(path)
-        self.line = line
-        self.reason = message
-
-    def __reduce__(self):
-        return type(self), (self.path, self.line, self.reason)
+class PtbFormatError(CorpusFormatError):
+    """Malformed bracketed input."""
 
 
 @dataclass

@@ -6,10 +6,11 @@ feature id.  A sentence becomes a handful of int arrays; a batch pads them to
 (batch, steps, ...) so the model can run all sentences in lockstep.
 """
 from dataclasses import dataclass, fields
-from typing import List, Sequence, Tuple
+from typing import Iterator, List, Sequence, Tuple
 
 import numpy
 
+from ..transitions import left_corner as lc
 from ..transitions.arc_eager import INPUT_CONTEXT, N_ACTIONS, N_RELATIONS, SHIFT
 from .features import FeatureExtractor, SentenceInputs
 
@@ -46,36 +47,48 @@ def build_derivation(
     """``gold_heads``/``gold_labels``: 1-based, index 0 unused, projective.
     The oracle walks one compiled configuration (:meth:`ArcEagerStates.derive`),
     reading each step's sources, features and Phi as the search does."""
-    n = sent.n
     states = extractor.states(multiroot)
-    limit = 4 * n + 5
-    feats = numpy.full((limit, extractor.width), -1, dtype="int32")
-    src = numpy.full((limit, N_RELATIONS), -1, dtype="int32")
-    action = numpy.full((limit,), -1, dtype="int32")
-    masks = numpy.zeros((limit, N_ACTIONS), dtype="uint8")
-    label = numpy.full((limit,), -1, dtype="int32")
-    label_kind = numpy.zeros((limit,), dtype="int32")
-    end_legal = numpy.zeros((limit,), dtype="uint8")
+    a = _step_arrays(4 * sent.n + 5, extractor.width, N_RELATIONS, N_ACTIONS)
     # state 0: the initial decision generates word 1 from an empty history
-    feats[0, 0] = 0
+    a["feats"][0, 0] = 0
     handle = states.start(numpy.zeros(1, "int32"), sent.rows[:1])
     try:
         T = states.derive(handle[0], numpy.asarray(list(gold_heads) + [-1], dtype="int32"),
                           numpy.asarray(list(gold_labels) + [-1], dtype="int32"), sent.rows,
-                          src, feats, masks, action, label, label_kind, end_legal)
+                          a["src"], a["feats"], a["masks"], a["action"], a["label"],
+                          a["label_kind"], a["end_legal"])
     finally:
         states.release(handle)
-    # what each Shift generates: the next word, after the last one END
+    return _derivation(a, T, sent, SHIFT, end_tag)
+
+
+def _step_arrays(T: int, width: int, n_relations: int, n_actions: int) -> dict:
+    """Room for a derivation of up to T states: what the configurations and
+    the oracle fill in per state (-1 / 0: none)."""
+    return {"feats": numpy.full((T, width), -1, dtype="int32"),
+            "src": numpy.full((T, n_relations), -1, dtype="int32"),
+            "action": numpy.full((T,), -1, dtype="int32"),
+            "masks": numpy.zeros((T, n_actions), dtype="uint8"),
+            "label": numpy.full((T,), -1, dtype="int32"),
+            "label_kind": numpy.zeros((T,), dtype="int32"),
+            "end_legal": numpy.zeros((T,), dtype="uint8")}
+
+
+def _derivation(a: dict, T: int, sent: SentenceInputs, word_action: int, end_tag: int) -> Derivation:
+    """The first T states of arrays ``a``, with what each state generates:
+    state 0 the first word, each word action the next word, the last one END."""
+    action = a["action"][:T]
     gen_tag = numpy.full((T,), -1, dtype="int32")
     gen_bundle = numpy.full((T,), -1, dtype="int32")
     gen_form = numpy.full((T,), -1, dtype="int32")
-    steps = numpy.concatenate([[0], numpy.flatnonzero(action[:T] == SHIFT)])
+    steps = numpy.concatenate([[0], numpy.flatnonzero(action == word_action)])
     gen_tag[steps[:-1]] = sent.gen_tag
     gen_bundle[steps[:-1]] = sent.gen_bundle
     gen_form[steps[:-1]] = sent.gen_form
     gen_tag[steps[-1]] = end_tag
-    return Derivation(feats[:T], src[:T], action[:T], masks[:T].astype(bool), label[:T],
-                      label_kind[:T], gen_tag, end_legal[:T].astype(bool), gen_bundle, gen_form, n)
+    return Derivation(a["feats"][:T], a["src"][:T], action, a["masks"][:T].astype(bool),
+                      a["label"][:T], a["label_kind"][:T], gen_tag,
+                      a["end_legal"][:T].astype(bool), gen_bundle, gen_form, sent.n)
 
 
 def build_left_corner_derivation(sent: SentenceInputs, decisions: Sequence[Tuple[int, int]],
@@ -85,58 +98,39 @@ def build_left_corner_derivation(sent: SentenceInputs, decisions: Sequence[Tuple
     (``LeftCornerSystem.new_states``, whose tag ids must be the lexicon's).
     The shift of word 1 is state 0, each later shift generates its word, and
     the final attach to ROOT is the END that the word action generates."""
-    from ..transitions.left_corner import ATTACH, N_ACTIONS as N_LC_ACTIONS, N_RELATIONS as N_LC
-    from ..transitions.left_corner import PROJECT, SHIFT as LC_SHIFT
-
     n, T = sent.n, len(decisions)
-    feats = numpy.full((T, states.width), -1, dtype="int32")
-    src = numpy.full((T, N_LC), -1, dtype="int32")
-    action = numpy.full((T,), -1, dtype="int32")
-    masks = numpy.zeros((T, N_LC_ACTIONS), dtype="uint8")
-    label = numpy.full((T,), -1, dtype="int32")
-    label_kind = numpy.zeros((T,), dtype="int32")
-    end_legal = numpy.zeros((T,), dtype="uint8")
-    gen_tag = numpy.full((T,), -1, dtype="int32")
-    gen_bundle = numpy.full((T,), -1, dtype="int32")
-    gen_form = numpy.full((T,), -1, dtype="int32")
-    allowed = numpy.zeros((1, N_LC_ACTIONS), dtype="uint8")
+    a = _step_arrays(T, states.width, lc.N_RELATIONS, lc.N_ACTIONS)
+    allowed = numpy.zeros((1, lc.N_ACTIONS), dtype="uint8")
     kinds = numpy.zeros((1, 1), dtype="int32")
     no = numpy.zeros(1, dtype="uint8")
     end_row = numpy.full(sent.rows.shape[1], -1, dtype="int32")
-    feats[0] = states.start_features(1)[0]
-    gen_tag[0], gen_bundle[0], gen_form[0] = sent.gen_tag[0], sent.gen_bundle[0], sent.gen_form[0]
+    a["feats"][0] = states.start_features(1)[0]
     handle = states.start(numpy.zeros(1, "int32"), sent.rows[:1])
     try:
         shifted = 1
         for t, (act, arg) in enumerate(decisions[1:], start=1):
-            states.describe(handle, no, src[t: t + 1], feats[t: t + 1], masks[t: t + 1], allowed,
-                            end_legal[t: t + 1], kinds)
+            states.describe(handle, no, a["src"][t: t + 1], a["feats"][t: t + 1],
+                            a["masks"][t: t + 1], allowed, a["end_legal"][t: t + 1], kinds)
             final = t == T - 1
-            if final and not (act == ATTACH and shifted == n and end_legal[t]):
+            if final and not (act == lc.ATTACH and shifted == n and a["end_legal"][t]):
                 raise ValueError("not a complete left-corner derivation")
-            act = LC_SHIFT if final else act
-            if not masks[t, act]:
+            act = lc.SHIFT if final else act
+            if not a["masks"][t, act]:
                 raise ValueError(f"decision {t} ({act}, {arg}) is illegal")
-            action[t] = act
-            if act == PROJECT:
-                label[t], label_kind[t] = arg, kinds[0, 0]
-                states.advance(handle[0], PROJECT, arg, t)
-            elif act == ATTACH:
-                states.advance(handle[0], ATTACH, -1, t)
-            elif final:
-                gen_tag[t] = end_tag
-                states.advance(handle[0], LC_SHIFT, -1, t, end_row)
-            else:
-                gen_tag[t] = sent.gen_tag[shifted]
-                gen_bundle[t], gen_form[t] = sent.gen_bundle[shifted], sent.gen_form[shifted]
-                states.advance(handle[0], LC_SHIFT, -1, t, sent.rows[shifted])
+            a["action"][t] = act
+            if act == lc.PROJECT:
+                a["label"][t], a["label_kind"][t] = arg, kinds[0, 0]
+                states.advance(handle[0], lc.PROJECT, arg, t)
+            elif act == lc.ATTACH:
+                states.advance(handle[0], lc.ATTACH, -1, t)
+            else:  # a word, or after the last one END
+                states.advance(handle[0], lc.SHIFT, -1, t, end_row if final else sent.rows[shifted])
                 shifted += 1
-            if act != LC_SHIFT:
-                end_legal[t] = 0
+            if act != lc.SHIFT:
+                a["end_legal"][t] = 0
     finally:
         states.release(handle)
-    return Derivation(feats, src, action, masks.astype(bool), label, label_kind, gen_tag,
-                      end_legal.astype(bool), gen_bundle, gen_form, n)
+    return _derivation(a, T, sent, lc.SHIFT, end_tag)
 
 
 def chain_derivations(derivs: List[Derivation]) -> Derivation:
@@ -158,6 +152,22 @@ def chain_derivations(derivs: List[Derivation]) -> Derivation:
            for f in fields(Derivation) if f.name not in ("src", "n_words")}
     return Derivation(src=numpy.concatenate(src).astype("int32"),
                       n_words=sum(d.n_words for d in derivs), **cat)
+
+
+def word_batches(derivs: Sequence[Derivation], max_words: int) -> Iterator[Tuple[List[Derivation], int]]:
+    """The derivations sorted by length and packed into batches of at most
+    ``max_words`` words (at least one derivation each), with their word
+    counts: similar lengths keep the training pass's lockstep loop short."""
+    batch: List[Derivation] = []
+    words = 0
+    for d in sorted(derivs, key=lambda d: d.n_states):
+        if batch and words + d.n_words > max_words:
+            yield batch, words
+            batch, words = [], 0
+        batch.append(d)
+        words += d.n_words
+    if batch:
+        yield batch, words
 
 
 @dataclass

@@ -104,6 +104,13 @@ def init(model: Model, X=None, Y=None) -> Model:
     return model
 
 
+def nll_per_word(ll, n_words: int) -> Tuple[float, numpy.ndarray]:
+    """Negative log-likelihood of a batch of gold derivations per word, and
+    its gradient with respect to each derivation's log-likelihood ``ll``."""
+    n_words = max(1, n_words)
+    return float(-ll.sum() / n_words), numpy.full(ll.shape, -1.0 / n_words, dtype="float32")
+
+
 def _log_softmax(logits):
     mx = logits.max(axis=-1, keepdims=True)
     return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=-1, keepdims=True)) + mx)

@@ -29,9 +29,11 @@ from thinc.api import Config, Model
 from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import score_trees
-from ..model.derivation import Derivation, DerivationBatch, build_left_corner_derivation
+from ..model.derivation import (
+    Derivation, DerivationBatch, build_left_corner_derivation, word_batches,
+)
 from ..model.features import LeftCornerFeatures, SentenceInputs
-from ..model.isbn import ISBNScorer
+from ..model.isbn import ISBNScorer, nll_per_word
 from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.left_corner import LEFT_CORNER, LeftCornerSystem, build_tree
@@ -167,29 +169,21 @@ class ISBNConstituency(TrainablePipe):
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, "ISBNConstituency.update")
-        derivs = sorted(self._derivations(examples), key=lambda d: d.n_states)
-        # batches of similar length keep the lockstep loop short
-        start = 0
-        while start < len(derivs):
-            words, end = 0, start
-            while end < len(derivs) and (end == start or
-                                         words + derivs[end].n_words <= self.cfg["max_batch_words"]):
-                words += derivs[end].n_words
-                end += 1
-            ll, backprop = self.model.begin_update(DerivationBatch.from_derivations(derivs[start:end]))
+        derivs = self._derivations(examples)
+        if not derivs:
+            return losses
+        for batch, words in word_batches(derivs, self.cfg["max_batch_words"]):
+            ll, backprop = self.model.begin_update(DerivationBatch.from_derivations(batch))
             loss, d_ll = self.get_loss(examples, (ll, words))
             backprop(d_ll)
             losses[self.name] += loss
-            start = end
         if sgd is not None:
             self.finish_update(sgd)
         return losses
 
     def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
         """Negative log-likelihood of the gold derivations, per word."""
-        ll, n_words = scores
-        n_words = max(1, n_words)
-        return float(-ll.sum() / n_words), numpy.full(ll.shape, -1.0 / n_words, dtype="float32")
+        return nll_per_word(*scores)
 
     # -- prediction ---------------------------------------------------------------
     def predict(self, docs: Iterable[Doc]) -> List[Optional[SegmentParse]]:

@@ -44,9 +44,11 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
-from ..model.derivation import Derivation, DerivationBatch, build_derivation, chain_derivations
+from ..model.derivation import (
+    Derivation, DerivationBatch, build_derivation, chain_derivations, word_batches,
+)
 from ..model.features import FeatureExtractor, JointTables, SentenceInputs, parse_templates
-from ..model.isbn import ISBNScorer
+from ..model.isbn import ISBNScorer, nll_per_word
 from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from .projectivity import deprojectivize, projectivize
@@ -418,14 +420,7 @@ class ISBNParser(TrainablePipe):
         derivs = self._derivations(examples)
         if not derivs:
             return losses
-        derivs.sort(key=lambda d: d.n_states)
-        # batches of similar length keep the lockstep loop short
-        batch, words = [], 0
-        for d in derivs + [None]:
-            if d is not None and (words + d.n_words <= self.cfg["max_batch_words"] or not batch):
-                batch.append(d)
-                words += d.n_words
-                continue
+        for batch, words in word_batches(derivs, self.cfg["max_batch_words"]):
             arrays = DerivationBatch.from_derivations(batch)
             if drop > 0.0:
                 self._drop_words(arrays.feats, drop)
@@ -433,8 +428,6 @@ class ISBNParser(TrainablePipe):
             loss, d_ll = self.get_loss(examples, (ll, words))
             backprop(d_ll)
             losses[self.name] += loss
-            if d is not None:
-                batch, words = [d], d.n_words
         if sgd is not None:
             self.finish_update(sgd)
         return losses
@@ -454,10 +447,7 @@ class ISBNParser(TrainablePipe):
 
     def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
         """Negative log-likelihood of the gold derivations, per word."""
-        ll, n_words = scores
-        n_words = max(1, n_words)
-        loss = float(-ll.sum() / n_words)
-        return loss, numpy.full(ll.shape, -1.0 / n_words, dtype="float32")
+        return nll_per_word(*scores)
 
     # -- prediction ---------------------------------------------------------------
     def _search(self, joint: bool) -> BeamSearch:

@@ -17,6 +17,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from ._slots cimport SlotTable
+from ._slots import check_word_rows
 
 import numpy
 
@@ -270,6 +271,10 @@ cdef int _oracle(const StateC* st, const int* gold_heads) noexcept nogil:
     return SHIFT
 
 
+cdef void _free_item(void* st) noexcept nogil:
+    _free(<StateC*>st)
+
+
 cdef class ArcEagerStates:
     """Configurations addressed by int handles, with the explicit features
     of a fixed template list (address and attribute codes, table offsets)."""
@@ -298,13 +303,9 @@ cdef class ArcEagerStates:
         self.n_labels = n_labels
         self.multiroot = multiroot
         self.slots = SlotTable()
+        self.slots.free_fn = _free_item
 
     def __dealloc__(self):
-        cdef int i
-        if self.slots is not None:
-            for i in range(self.slots.n_slots):
-                if self.slots.items[i] != NULL:
-                    _free(<StateC*>self.slots.items[i])
         free(self.t_addr)
         free(self.t_attr)
         free(self.t_offset)
@@ -327,7 +328,7 @@ cdef class ArcEagerStates:
         cdef long[:] out = numpy.empty(n, dtype="int64")
         cdef StateC* st
         cdef int k
-        self._check_words(words, n)
+        check_word_rows(words, n, WORD_WIDTH)
         for i in range(n):
             st = _alloc(_room(1))
             st.front = 1
@@ -353,20 +354,9 @@ cdef class ArcEagerStates:
             out[i] = self._put(st)
         return numpy.asarray(out)
 
-    def _check_words(self, words, Py_ssize_t n):
-        if words.shape[0] != n or words.shape[1] != WORD_WIDTH:
-            raise ValueError(f"word rows must be ({n}, {WORD_WIDTH}), got {tuple(words.shape)[:2]}")
-
     def release(self, const long[:] handles):
         """Free configurations (unknown or already freed handles are skipped)."""
-        cdef Py_ssize_t i
-        cdef long h
-        cdef StateC* st
-        for i in range(handles.shape[0]):
-            h = handles[i]
-            st = <StateC*>self.slots.take(h)
-            if st != NULL:
-                _free(st)
+        self.slots.release(handles)
 
     # -- transitions ---------------------------------------------------------
     def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
@@ -396,7 +386,7 @@ cdef class ArcEagerStates:
         cdef long[:] out = numpy.empty(n, dtype="int64")
         cdef StateC* src
         cdef StateC* st
-        self._check_words(words, n)
+        check_word_rows(words, n, WORD_WIDTH)
         for i in range(n):
             src = self._get(parents[i])
             st = _copy(src, src.cap if src.cap > src.front + 1 else _room(src.front))

@@ -28,6 +28,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from ._slots cimport SlotTable
+from ._slots import check_word_rows
 
 import numpy
 
@@ -196,6 +197,10 @@ cdef void _attach(StateC* st) noexcept nogil:
     st.prev_label = -1
 
 
+cdef void _free_item(void* st) noexcept nogil:
+    _free(<StateC*>st)
+
+
 cdef class LeftCornerStates:
     """Left-corner configurations addressed by int64 handles.
 
@@ -246,6 +251,7 @@ cdef class LeftCornerStates:
                   addresses=(), attributes=(), offsets=()):
         cdef int i, s, y
         self.slots = SlotTable()
+        self.slots.free_fn = _free_item
         self.t_addr = self.t_attr = self.t_offset = NULL
         self.masks = self.has_parent = self.is_root = NULL
         self.bottom_ok = self.has_bottom_parent = NULL
@@ -328,11 +334,6 @@ cdef class LeftCornerStates:
                     changed = 1
 
     def __dealloc__(self):
-        cdef int i
-        if self.slots is not None:
-            for i in range(self.slots.n_slots):
-                if self.slots.items[i] != NULL:
-                    _free(<StateC*>self.slots.items[i])
         free(self.t_addr)
         free(self.t_attr)
         free(self.t_offset)
@@ -354,10 +355,6 @@ cdef class LeftCornerStates:
     @property
     def n_live(self) -> int:
         return self.slots.n_live
-
-    def _check_words(self, words, Py_ssize_t n):
-        if words.shape[0] != n or words.shape[1] != WORD_WIDTH:
-            raise ValueError(f"word rows must be ({n}, {WORD_WIDTH}), got {tuple(words.shape)[:2]}")
 
     cdef int _check_tag(self, int tag) except -1:
         if tag < 0 or tag >= self.n_tags:
@@ -394,7 +391,7 @@ cdef class LeftCornerStates:
         cdef Py_ssize_t i, n = state_ids.shape[0]
         cdef long[:] out = numpy.empty(n, dtype="int64")
         cdef StateC* st
-        self._check_words(words, n)
+        check_word_rows(words, n, WORD_WIDTH)
         for i in range(n):
             self._check_tag(words[i, 3])
         for i in range(n):
@@ -413,14 +410,7 @@ cdef class LeftCornerStates:
 
     def release(self, const long[:] handles):
         """Free configurations (unknown or already freed handles are skipped)."""
-        cdef Py_ssize_t i
-        cdef long h
-        cdef StateC* st
-        for i in range(handles.shape[0]):
-            h = handles[i]
-            st = <StateC*>self.slots.take(h)
-            if st != NULL:
-                _free(st)
+        self.slots.release(handles)
 
     # -- transitions -------------------------------------------------------------
     def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
@@ -463,7 +453,7 @@ cdef class LeftCornerStates:
         cdef StateC* src
         cdef StateC* st
         cdef bint end
-        self._check_words(words, n)
+        check_word_rows(words, n, WORD_WIDTH)
         if state_ids.shape[0] != n:
             raise ValueError("parents and state_ids differ in length")
         for i in range(n):

@@ -1,6 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Int handles for C structs, reused as they are freed (see ``_slots.pxd``).
-The table owns no structs: the arena that puts them frees what it takes."""
+"""Int handles for C structs, reused as they are freed (see ``_slots.pxd``)."""
 from libc.stdlib cimport free, malloc
 
 
@@ -10,9 +9,15 @@ cdef class SlotTable:
         self.free_slots = NULL
         self.n_slots = 0
         self.n_free = 0
+        self.free_fn = NULL
         self._grow(max(1, n_slots))
 
     def __dealloc__(self):
+        cdef int i
+        if self.free_fn != NULL:
+            for i in range(self.n_slots):
+                if self.items[i] != NULL:
+                    self.free_fn(self.items[i])
         free(self.items)
         free(self.free_slots)
 
@@ -62,3 +67,18 @@ cdef class SlotTable:
         self.free_slots[self.n_free] = handle
         self.n_free += 1
         return item
+
+    cdef void release(self, const long[:] handles):
+        """Free the items of ``handles`` (unknown or freed handles are skipped)."""
+        cdef Py_ssize_t i
+        cdef void* item
+        for i in range(handles.shape[0]):
+            item = self.take(handles[i])
+            if item != NULL:
+                self.free_fn(item)
+
+
+def check_word_rows(words, Py_ssize_t n, Py_ssize_t width) -> None:
+    """Word rows handed to an arena must be ``(n, width)``."""
+    if words.shape[0] != n or words.shape[1] != width:
+        raise ValueError(f"word rows must be ({n}, {width}), got {tuple(words.shape)[:2]}")

@@ -9,8 +9,10 @@ setup(
             Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"]),
             Extension("spacy_isbn.transitions._left_corner",
                       ["spacy_isbn/transitions/_left_corner.pyx"]),
-            Extension("spacy_isbn.model._embed", ["spacy_isbn/model/_embed.pyx"],
-                      extra_compile_args=["-O3"]),
+            # -ffast-math only when compiling (see the module's docstring)
+            Extension("spacy_isbn.model._kernels", ["spacy_isbn/model/_kernels.pyx"],
+                      extra_compile_args=["-O3", "-ffast-math"], libraries=["m"]),
+            Extension("spacy_isbn.search._select", ["spacy_isbn/search/_select.pyx"]),
         ],
         compiler_directives={"language_level": "3"},
     )

@@ -130,3 +130,37 @@ def test_state_pool_compaction_changes_nothing(trained, monkeypatch):
     assert [t.head.i for t in compacted] == [t.head.i for t in plain]
     assert compacted._.isbn_kbest == plain._.isbn_kbest
     parser.cfg.update(beam_width=10, segment_length=1000)
+
+
+def test_top_per_group_matches_a_lexicographic_sort():
+    rng = numpy.random.default_rng(0)
+    for n in (0, 1, 2, 7, 300):
+        group = rng.integers(0, 5, n)
+        score = rng.integers(-3, 1, n).astype("float64")  # many ties
+        score[rng.random(n) < 0.1] = -numpy.inf
+        seq = rng.permutation(n)
+        order, rank = beam._top_per_group(group, score, seq)
+        expected = numpy.lexsort((seq, -score, group))
+        assert order.tolist() == expected.tolist()
+        for g in set(group.tolist()):
+            assert rank[group[order] == g].tolist() == list(range((group == g).sum()))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_word_head_picks_are_two_log_softmaxes(dtype):
+    from spacy_isbn.model._kernels import picked_log_softmax2
+
+    rng = numpy.random.default_rng(1)
+    logits = (rng.normal(size=(6, 40)) * 8).astype(dtype)
+    first, second = rng.integers(0, 9, 6), rng.integers(0, 31, 6)
+    out = numpy.empty(6)
+    picked_log_softmax2(logits, 9, first, second, out)
+
+    def log_softmax(x):
+        x = x.astype("float64")
+        return x - numpy.log(numpy.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True)) \
+            - x.max(1, keepdims=True)
+
+    rows = numpy.arange(6)
+    expected = log_softmax(logits[:, :9])[rows, first] + log_softmax(logits[:, 9:])[rows, second]
+    numpy.testing.assert_allclose(out, expected, atol=1e-4 if dtype == "float32" else 1e-10)

@@ -24,7 +24,7 @@ from thinc.types import Floats1d
 
 from ..transitions.arc_eager import ARC_EAGER
 from . import meanfield
-from ._embed import embed_scatter, embed_sum
+from ._kernels import embed_scatter, embed_sum, picked_log_softmax2
 from .derivation import DerivationBatch
 from .meanfield import Observed, _sigmoid
 
@@ -534,11 +534,12 @@ class ISBNScorer:
                 numpy.ascontiguousarray(numpy.vstack([self.p["Wb"][blo:bhi], self.p["Wf"][flo:fhi]]).T),
                 numpy.concatenate([self.p["bb"][blo:bhi], self.p["bf"][flo:fhi]]), bhi - blo)
         W, b, nb = self._stacked[tag]
-        logits = H @ W + b
-        rows = numpy.arange(len(H))
-        picked = (logits[rows, numpy.asarray(bundles) - self.bundle_ranges[tag][0]]
-                  + logits[rows, nb + numpy.asarray(forms) - self.form_ranges[tag][0]])
-        return picked - _logsumexp(logits[:, :nb]) - _logsumexp(logits[:, nb:])
+        logits = H @ W
+        logits += b
+        out = numpy.empty(len(H))
+        picked_log_softmax2(logits, nb, numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0],
+                            numpy.asarray(forms, "int64") - self.form_ranges[tag][0], out)
+        return out
 
     def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
         """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""

@@ -39,6 +39,7 @@ from ..model.isbn import ISBNScorer
 from ..transitions._arc_eager import WORD_ROW_WIDTH
 from ..transitions.arc_eager import ARC_EAGER
 from ..transitions.system import TransitionSpec
+from ._select import top_per_group
 
 NEG_INF = -numpy.inf
 # outcomes of a Shift: the sentence goes on, the segment's last sentence ends,
@@ -118,16 +119,11 @@ class _Items:
         return _Items(**{k: numpy.concatenate([getattr(p, k) for p in parts]) for k in names})
 
 
-def _top_per_group(group, score, seq, k) -> Tuple[numpy.ndarray, numpy.ndarray]:
+def _top_per_group(group, score, seq) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """Indices sorted by group, best score first (ties: lower ``seq``), and
     each one's rank in its group; keep ``rank < k`` for the k best per group."""
-    order = numpy.lexsort((seq, -score, group))
-    g = group[order]
-    new = numpy.ones(len(g), dtype=bool)
-    new[1:] = g[1:] != g[:-1]
-    starts = numpy.flatnonzero(new)
-    rank = numpy.arange(len(g)) - numpy.repeat(starts, numpy.diff(numpy.append(starts, len(g))))
-    return order, rank
+    return top_per_group(numpy.asarray(group, "int64"), numpy.asarray(score, "float64"),
+                         numpy.asarray(seq, "int64"))
 
 
 class _Candidates:
@@ -225,11 +221,15 @@ class BeamSearch:
                                  **decisions)
 
         out = {"act": act_lp}
+        # decisions other than the word's are expanded only where they can
+        # still enter the beam: later decisions only lower a score
+        open_ = req["allowed"] & (act_lp > req["floor"][:, None])
+        open_rows = [numpy.flatnonzero(open_[:, action]) for action in range(spec.n_actions)]
         if scorer.meanfield:
-            a_word = self._decisions_meanfield(eta, masks, kinds, after, out, pool)
+            a_word = self._decisions_meanfield(eta, masks, open_rows, kinds, after, out, pool)
         else:
             a_word = eta
-            self._decisions_feedforward(H, masks, kinds, ids, out)
+            self._decisions_feedforward(H, open_rows, kinds, ids, out)
         word = spec.word_action
         tag_lp = scorer.tag_logprobs(scorer.means(a_word) if scorer.meanfield else H, end_legal)
         tag_lp[~masks[:, word]] = NEG_INF
@@ -268,62 +268,66 @@ class BeamSearch:
             out["first"] = first
         return out
 
-    def _decisions_feedforward(self, H, masks, kinds, ids, out: dict) -> None:
-        """Label log-probs and top-k labels of each labelled action, and the
-        states after labelled and plain actions: feed-forward, every decision
-        reads the step's means (``ids``)."""
-        N, K = len(H), min(self.label_top_k, self.scorer.nL)
+    def _top_labels(self, H, action: int, kinds, rows):
+        """The ``label_top_k`` best labels after ``action`` of the states ``H``
+        (of request rows ``rows``) and their log-probs."""
+        K = min(self.label_top_k, self.scorer.nL)
+        lab_lp = self.scorer.label_logprobs(H, action, kinds)
+        top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
+        return rows, top, numpy.take_along_axis(lab_lp, top, 1)
+
+    def _decisions_feedforward(self, H, open_rows, kinds, ids, out: dict) -> None:
+        """Per labelled action its ``open_rows``' top-k labels, and the states
+        after labelled and plain actions: feed-forward, every decision reads
+        the step's means (``ids``)."""
         out["labelled"], out["plain"] = {}, {}
         for k, action in enumerate(self.spec.labelled_actions):
-            legal = masks[:, action]
-            lab_lp = self.scorer.label_logprobs(H, action, kinds[:, k])
-            lab_lp[~legal] = NEG_INF
-            top = numpy.zeros((N, K), dtype="int64")
-            top[legal] = numpy.argpartition(-lab_lp[legal], K - 1, axis=1)[:, :K]
-            out["labelled"][action] = (lab_lp, top, numpy.broadcast_to(ids[:, None], (N, K)))
+            rows = open_rows[action]
+            rows, top, top_lp = self._top_labels(H[rows], action, kinds[rows, k], rows)
+            out["labelled"][action] = (rows, top, top_lp,
+                                       numpy.broadcast_to(ids[rows, None], top.shape))
         for action in self.spec.plain_actions:
-            out["plain"][action] = ids
+            out["plain"][action] = (open_rows[action], ids[open_rows[action]])
 
-    def _decisions_meanfield(self, eta, masks, kinds, after, out: dict,
+    def _decisions_meanfield(self, eta, masks, open_rows, kinds, after, out: dict,
                              pool: _StatePool) -> numpy.ndarray:
         """:meth:`_decisions_feedforward` with mean field: the means
-        re-estimated after each legal action (one solve for all), labels
-        scored with them, then after each top-k label (one solve for all
-        labelled actions).  Returns the logits after the word action (rows
-        where it is legal)."""
+        re-estimated after each open action and after the word action where it
+        is legal (one solve for all), labels scored with them, then after each
+        top-k label (one solve for all labelled actions).  Returns the logits
+        after the word action (rows where it is legal)."""
         scorer, spec = self.scorer, self.spec
-        N, K = len(eta), min(self.label_top_k, scorer.nL)
-        legal = [numpy.nonzero(masks[:, action])[0] for action in range(spec.n_actions)]
-        bounds = numpy.cumsum([0] + [len(rows) for rows in legal])
+        rows_of = list(open_rows)
+        rows_of[spec.word_action] = numpy.flatnonzero(masks[:, spec.word_action])
+        bounds = numpy.cumsum([0] + [len(rows) for rows in rows_of])
         a_all = after(numpy.repeat(numpy.arange(spec.n_actions), bounds[1:] - bounds[:-1]),
-                      numpy.concatenate(legal))
+                      numpy.concatenate(rows_of))
         a_after = [a_all[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
         out["labelled"], out["plain"] = {}, {}
         for action in spec.plain_actions:
-            out["plain"][action] = numpy.full(N, -1, dtype="int64")
-            out["plain"][action][legal[action]] = pool.add(scorer.means(a_after[action]))
+            out["plain"][action] = (rows_of[action], pool.add(scorer.means(a_after[action])))
         arcs = []
         for k, action in enumerate(spec.labelled_actions):
-            rows = legal[action]
-            lab_lp = numpy.full((N, scorer.nL), NEG_INF)
-            lab_lp[rows] = scorer.label_logprobs(scorer.means(a_after[action]), action,
-                                                 kinds[rows, k])
-            top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
-            out["labelled"][action] = (lab_lp, top, numpy.full((N, K), -1, dtype="int64"))
+            rows = rows_of[action]
+            rows, top, top_lp = self._top_labels(scorer.means(a_after[action]), action,
+                                                 kinds[rows, k], rows)
+            K = top.shape[1]
             rep = numpy.repeat(numpy.arange(len(rows)), K)
-            arcs.append((rows, rows[rep], numpy.full(len(rep), action), a_after[action][rep],
-                         top[rows].reshape(-1), kinds[rows, k][rep]))
+            arcs.append((rows[rep], numpy.full(len(rep), action), a_after[action][rep],
+                         top.reshape(-1), kinds[rows, k][rep]))
+            out["labelled"][action] = (rows, top, top_lp)
         rows_rep, actions, a_start, labels, label_kinds = [numpy.concatenate(parts)
-                                                           for parts in list(zip(*arcs))[1:]]
+                                                           for parts in zip(*arcs)]
         states = pool.add(scorer.means(after(actions, rows_rep, a_start, label=labels,
                                              kind=label_kinds)))
         offset = 0
-        for action, (rows, rep_rows, *_) in zip(spec.labelled_actions, arcs):
-            out["labelled"][action][2][rows] = states[offset: offset + len(rep_rows)].reshape(
-                len(rows), K)
-            offset += len(rep_rows)
+        for action in spec.labelled_actions:
+            rows, top, top_lp = out["labelled"][action]
+            out["labelled"][action] = (rows, top, top_lp,
+                                       states[offset: offset + top.size].reshape(top.shape))
+            offset += top.size
         a_word = eta.copy()
-        a_word[legal[spec.word_action]] = a_after[spec.word_action]
+        a_word[rows_of[spec.word_action]] = a_after[spec.word_action]
         return a_word
 
     def _generate(self, eta, a, tag_lp, rows, toks, words: "_Words", prior: dict, end_legal, ff,
@@ -519,7 +523,7 @@ class _Search:
         first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
         seg = live[first.pos]
-        order, rank = _top_per_group(seg, first.lp, numpy.arange(len(seg)), B)
+        order, rank = _top_per_group(seg, first.lp, numpy.arange(len(seg)))
         keep = order[rank < B]
         seg, c = seg[keep], _Candidates(*(getattr(first, k)[keep] for k in _Candidates.__slots__))
         handles = self.states.start(c.state.astype("int32"),
@@ -558,12 +562,12 @@ class _Search:
         count = numpy.bincount(sh.seg, minlength=n_seg)
         threshold = numpy.full(n_seg, NEG_INF)
         if len(sh):
-            order, rank = _top_per_group(sh.seg, sh.score, sh.seq, B)
+            order, rank = _top_per_group(sh.seg, sh.score, sh.seq)
             at_b = order[rank == B - 1]
             threshold[sh.seg[at_b]] = sh.score[at_b]
         while True:
             ag = self.agenda.take(numpy.nonzero(self.agenda.score > threshold[self.agenda.seg])[0])
-            order, rank = _top_per_group(ag.seg, ag.score, ag.seq, B)
+            order, rank = _top_per_group(ag.seg, ag.score, ag.seq)
             popped = ag.take(order[rank < B])
             n_popped = numpy.bincount(popped.seg, minlength=n_seg)
             # a word step ends when nothing pending can enter its beam, or when
@@ -651,22 +655,22 @@ class _Search:
                                 tag=tag, bundle=bundle, state=state, score=total,
                                 end_score=end_scores[p], seq=self._seq(len(p))))
         shifted = _Items.concat([self.shifted] + parts)
-        order, rank = _top_per_group(shifted.seg, shifted.score, shifted.seq, B)
+        order, rank = _top_per_group(shifted.seg, shifted.score, shifted.seq)
         self.shifted = shifted.take(order[rank < B])
         # labelled actions (top-k labels) and plain ones go on the agenda
         items = [self.agenda]
-        for action, (lab_lp, top, states) in out["labelled"].items():
-            total = (scores + act_lp[:, action])[:, None] + numpy.take_along_axis(lab_lp, top, 1)
-            r, k = numpy.nonzero(total > NEG_INF)
+        for action, (at, top, top_lp, states) in out["labelled"].items():
+            total = (scores[at] + act_lp[at, action])[:, None] + top_lp
+            i, k = numpy.nonzero(total > NEG_INF)
+            r = at[i]
             items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), action),
-                                label=top[r, k], state=numpy.asarray(states)[r, k],
-                                score=total[r, k], seq=self._seq(len(r))))
-        for action, states in out["plain"].items():
-            total = scores + act_lp[:, action]
-            r = numpy.nonzero(total > NEG_INF)[0]
+                                label=top[i, k], state=numpy.asarray(states)[i, k],
+                                score=total[i, k], seq=self._seq(len(r))))
+        for action, (r, states) in out["plain"].items():
+            total = scores[r] + act_lp[r, action]
             items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), action),
-                                label=numpy.full(len(r), -1), state=states[r],
-                                score=total[r], seq=self._seq(len(r))))
+                                label=numpy.full(len(r), -1), state=states,
+                                score=total, seq=self._seq(len(r))))
         agenda = _Items.concat(items)
         # the agenda is pruned to the beam width too: between shifts the
         # search stays best-first among B pending hypotheses; out of budget
@@ -674,7 +678,7 @@ class _Search:
         n_seg = len(self.n)
         limit = numpy.where((self.pops > s.max_expansions)
                             & (numpy.bincount(self.shifted.seg, minlength=n_seg) == 0), 1, B)
-        order, rank = _top_per_group(agenda.seg, agenda.score, agenda.seq, B)
+        order, rank = _top_per_group(agenda.seg, agenda.score, agenda.seq)
         self.agenda = agenda.take(order[rank < limit[agenda.seg[order]]])
         self._compact_pool()
 
@@ -689,7 +693,7 @@ class _Search:
         sh = self.shifted
         mine = in_step[sh.seg]
         new, self.shifted = sh.take(numpy.nonzero(mine)[0]), sh.take(numpy.nonzero(~mine)[0])
-        order, _ = _top_per_group(new.seg, new.score, new.seq, s.beam_width)
+        order, _ = _top_per_group(new.seg, new.score, new.seq)
         new = new.take(order)
         if len(numpy.unique(new.seg)) < len(segs):  # cannot happen with legal decisions
             raise RuntimeError("beam search lost all hypotheses")

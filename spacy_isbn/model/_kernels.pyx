@@ -1,0 +1,90 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled loops of the model's array work.
+
+Sums of embedding rows selected by feature ids, and the gradient's scatter
+back into the table: the explicit-feature part of every latent state.
+numpy's ``E[feats].sum(axis=1)`` builds a (rows, features, width) temporary
+first; these loops add the rows straight into the output.  Ids below zero
+are unused slots.
+
+The word heads' log-softmax picks: per row, two softmaxes over adjacent
+column blocks and one chosen column of each, in one pass instead of a dozen
+numpy calls per tag.  Built with -ffast-math at compile time only (not at
+link time, so the process's floating-point mode is left alone), which lets
+the exponentials vectorise."""
+from libc.math cimport exp, expf, log, logf
+from libc.stdint cimport int64_t
+
+ctypedef fused real:
+    float
+    double
+
+
+def embed_sum(const real[:, ::1] table, const int[:, ::1] ids, real[:, ::1] out) -> None:
+    """out[i] += sum of table[ids[i, f]] over the used f."""
+    cdef Py_ssize_t i, f, k
+    cdef int row
+    cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = table.shape[1]
+    cdef const real* src
+    cdef real* dst
+    with nogil:
+        for i in range(n):
+            dst = &out[i, 0]
+            for f in range(n_ids):
+                row = ids[i, f]
+                if row < 0:
+                    continue
+                src = &table[row, 0]
+                for k in range(width):
+                    dst[k] += src[k]
+
+
+def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] d_table) -> None:
+    """d_table[ids[i, f]] += d_out[i] over the used f: the gradient of :func:`embed_sum`."""
+    cdef Py_ssize_t i, f, k
+    cdef int row
+    cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = d_table.shape[1]
+    cdef const real* src
+    cdef real* dst
+    with nogil:
+        for i in range(n):
+            src = &d_out[i, 0]
+            for f in range(n_ids):
+                row = ids[i, f]
+                if row < 0:
+                    continue
+                dst = &d_table[row, 0]
+                for k in range(width):
+                    dst[k] += src[k]
+
+
+def picked_log_softmax2(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1] first,
+                        const int64_t[::1] second, double[::1] out) -> None:
+    """out[i] = log_softmax(logits[i, :split])[first[i]]
+    + log_softmax(logits[i, split:])[second[i]]."""
+    cdef Py_ssize_t i, k, n = logits.shape[0], width = logits.shape[1]
+    cdef real m1, m2, s1, s2
+    cdef real* row
+    with nogil:
+        for i in range(n):
+            row = &logits[i, 0]
+            m1 = row[0]
+            for k in range(1, split):
+                m1 = row[k] if row[k] > m1 else m1
+            m2 = row[split]
+            for k in range(split + 1, width):
+                m2 = row[k] if row[k] > m2 else m2
+            s1 = 0
+            s2 = 0
+            if real is float:
+                for k in range(split):
+                    s1 += expf(row[k] - m1)
+                for k in range(split, width):
+                    s2 += expf(row[k] - m2)
+                out[i] = (row[first[i]] - m1 - logf(s1)) + (row[split + second[i]] - m2 - logf(s2))
+            else:
+                for k in range(split):
+                    s1 += exp(row[k] - m1)
+                for k in range(split, width):
+                    s2 += exp(row[k] - m2)
+                out[i] = (row[first[i]] - m1 - log(s1)) + (row[split + second[i]] - m2 - log(s2))

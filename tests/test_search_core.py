@@ -164,3 +164,27 @@ def test_word_head_picks_are_two_log_softmaxes(dtype):
     rows = numpy.arange(6)
     expected = log_softmax(logits[:, :9])[rows, first] + log_softmax(logits[:, 9:])[rows, second]
     numpy.testing.assert_allclose(out, expected, atol=1e-4 if dtype == "float32" else 1e-10)
+
+
+def test_masked_top_k_is_the_best_of_the_masked_log_softmax():
+    from spacy_isbn.model._kernels import masked_top_k
+
+    rng = numpy.random.default_rng(2)
+    logits = rng.normal(size=(5, 12)).astype("float32")
+    logits[0, 3] = logits[0, 7]  # a tie: the lower column first
+    masks = rng.random((3, 12)) < 0.6
+    masks[2] = False
+    masks[2, [1, 4]] = True  # fewer allowed columns than k
+    kinds = numpy.array([0, 1, 2, 0, 1], dtype="int32")
+    top = numpy.empty((5, 4), dtype="int64")
+    top_lp = numpy.empty((5, 4))
+    masked_top_k(logits, masks.astype("uint8"), kinds, top, top_lp)
+    for i in range(5):
+        allowed = numpy.flatnonzero(masks[kinds[i]])
+        x = logits[i, allowed].astype("float64")
+        lp = x - x.max() - numpy.log(numpy.exp(x - x.max()).sum())
+        best = sorted(zip(-lp, allowed))[:4]
+        n = len(best)
+        assert top[i, :n].tolist() == [int(c) for _, c in best]
+        numpy.testing.assert_allclose(top_lp[i, :n], [-v for v, _ in best], atol=1e-6)
+        assert numpy.all(top_lp[i, n:] == -numpy.inf)

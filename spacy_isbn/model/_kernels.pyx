@@ -12,7 +12,7 @@ column blocks and one chosen column of each, in one pass instead of a dozen
 numpy calls per tag.  Built with -ffast-math at compile time only (not at
 link time, so the process's floating-point mode is left alone), which lets
 the exponentials vectorise."""
-from libc.math cimport exp, expf, log, logf
+from libc.math cimport INFINITY, exp, expf, log, logf
 from libc.stdint cimport int64_t
 
 ctypedef fused real:
@@ -88,3 +88,51 @@ def picked_log_softmax2(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1
                 for k in range(split, width):
                     s2 += exp(row[k] - m2)
                 out[i] = (row[first[i]] - m1 - log(s1)) + (row[split + second[i]] - m2 - log(s2))
+
+
+def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
+                 const int[::1] kinds, int64_t[:, ::1] top, double[:, ::1] top_lp) -> None:
+    """Row i's ``top.shape[1]`` best columns among those ``masks[kinds[i]]``
+    allows, best first (ties: lower column), and their log-probs under the
+    softmax over the allowed columns; missing places get column 0 and
+    log-prob -inf."""
+    cdef Py_ssize_t i, k, j, n = logits.shape[0], width = logits.shape[1], K = top.shape[1]
+    cdef Py_ssize_t n_top, n_allowed
+    cdef double mx, total, lse, v
+    cdef const real* row
+    cdef const unsigned char* allowed
+    with nogil:
+        for i in range(n):
+            row = &logits[i, 0]
+            allowed = &masks[kinds[i], 0]
+            n_top = 0
+            n_allowed = 0
+            for k in range(width):
+                if not allowed[k]:
+                    continue
+                v = row[k]
+                if n_allowed == 0 or v > mx:
+                    mx = v
+                n_allowed += 1
+                # insert into the sorted top list
+                if n_top < K or v > top_lp[i, n_top - 1]:
+                    j = n_top if n_top < K else K - 1
+                    while j > 0 and v > top_lp[i, j - 1]:
+                        top_lp[i, j] = top_lp[i, j - 1]
+                        top[i, j] = top[i, j - 1]
+                        j -= 1
+                    top_lp[i, j] = v
+                    top[i, j] = k
+                    if n_top < K:
+                        n_top += 1
+            total = 0
+            for k in range(width):
+                if allowed[k]:
+                    total += exp(row[k] - mx)
+            lse = mx + log(total) if n_allowed else 0
+            for j in range(K):
+                if j < n_top:
+                    top_lp[i, j] -= lse
+                else:
+                    top[i, j] = 0
+                    top_lp[i, j] = -INFINITY

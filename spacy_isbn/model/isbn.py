@@ -24,7 +24,7 @@ from thinc.types import Floats1d
 
 from ..transitions.arc_eager import ARC_EAGER
 from . import meanfield
-from ._kernels import embed_scatter, embed_sum, picked_log_softmax2
+from ._kernels import embed_scatter, embed_sum, masked_top_k, picked_log_softmax2
 from .derivation import DerivationBatch
 from .meanfield import Observed, _sigmoid
 
@@ -443,6 +443,7 @@ class ISBNScorer:
         self.bundle_ranges = model.attrs["bundle_ranges"]
         self.form_ranges = model.attrs["form_ranges"]
         self.label_masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
+        self._label_masks_u8 = numpy.ascontiguousarray(self.label_masks, dtype="uint8")
         self.meanfield = model.attrs["approximation"] == "meanfield"
         self.iterations = model.attrs.get("iterations", 0)
         self._stacked: dict = {}  # tag -> its bundle and form weights, see bundle_and_form
@@ -512,6 +513,16 @@ class ISBNScorer:
         lo = self.label_blocks[action] * self.nL
         logits = H @ self.p["Wl"][lo: lo + self.nL].T + self.p["bl"][lo: lo + self.nL]
         return _masked_log_softmax(logits, self.label_masks[numpy.asarray(kinds)])
+
+    def top_labels(self, H, action: int, kinds, k: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The ``k`` most likely labels after ``action`` from each state (best
+        first) and their log-probs, as :meth:`label_logprobs` gives them."""
+        lo = self.label_blocks[action] * self.nL
+        logits = H @ self.p["Wl"][lo: lo + self.nL].T + self.p["bl"][lo: lo + self.nL]
+        top = numpy.empty((len(H), k), dtype="int64")
+        top_lp = numpy.empty((len(H), k))
+        masked_top_k(logits, self._label_masks_u8, numpy.asarray(kinds, "int32"), top, top_lp)
+        return top, top_lp
 
     def tag_logprobs(self, H, end_legal) -> numpy.ndarray:
         """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""

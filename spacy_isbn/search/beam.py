@@ -271,10 +271,9 @@ class BeamSearch:
     def _top_labels(self, H, action: int, kinds, rows):
         """The ``label_top_k`` best labels after ``action`` of the states ``H``
         (of request rows ``rows``) and their log-probs."""
-        K = min(self.label_top_k, self.scorer.nL)
-        lab_lp = self.scorer.label_logprobs(H, action, kinds)
-        top = numpy.argpartition(-lab_lp, K - 1, axis=1)[:, :K]
-        return rows, top, numpy.take_along_axis(lab_lp, top, 1)
+        top, top_lp = self.scorer.top_labels(H, action, kinds,
+                                             min(self.label_top_k, self.scorer.nL))
+        return rows, top, top_lp
 
     def _decisions_feedforward(self, H, open_rows, kinds, ids, out: dict) -> None:
         """Per labelled action its ``open_rows``' top-k labels, and the states

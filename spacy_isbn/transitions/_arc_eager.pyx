@@ -73,9 +73,10 @@ cdef struct StateC:
 
 
 cdef StateC* _alloc(int cap) noexcept nogil:
-    cdef StateC* st = <StateC*>malloc(sizeof(StateC))
+    """The struct and its arrays in one allocation."""
+    cdef StateC* st = <StateC*>malloc(sizeof(StateC) + cap * INTS_PER_NODE * sizeof(int))
     st.cap = cap
-    st.block = <int*>malloc(cap * INTS_PER_NODE * sizeof(int))
+    st.block = <int*>(st + 1)
     st.stack = st.block
     st.heads = st.block + cap
     st.labels = st.block + 2 * cap
@@ -94,7 +95,6 @@ cdef StateC* _alloc(int cap) noexcept nogil:
 
 
 cdef void _free(StateC* st) noexcept nogil:
-    free(st.block)
     free(st)
 
 
@@ -119,6 +119,9 @@ cdef StateC* _copy(const StateC* src, int cap) noexcept nogil:
     st.prev_state = src.prev_state
     st.prev_action = src.prev_action
     st.popped = src.popped
+    if cap == src.cap:  # same layout: one copy, unused room included
+        memcpy(st.block, src.block, cap * INTS_PER_NODE * sizeof(int))
+        return st
     memcpy(st.stack, src.stack, src.stack_len * sizeof(int))
     memcpy(st.heads, src.heads, used * sizeof(int))
     memcpy(st.labels, src.labels, used * sizeof(int))

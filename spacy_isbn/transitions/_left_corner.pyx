@@ -79,10 +79,12 @@ cdef struct StateC:
 
 
 cdef StateC* _alloc(int ncap, int wcap) noexcept nogil:
-    cdef StateC* st = <StateC*>malloc(sizeof(StateC))
+    """The struct and its arrays in one allocation."""
+    cdef StateC* st = <StateC*>malloc(sizeof(StateC)
+                                      + (ncap * INTS_PER_NODE + wcap * WORD_WIDTH) * sizeof(int))
     st.ncap = ncap
     st.wcap = wcap
-    st.block = <int*>malloc((ncap * INTS_PER_NODE + wcap * WORD_WIDTH) * sizeof(int))
+    st.block = <int*>(st + 1)
     st.stack = st.block
     st.label = st.block + ncap
     st.word = st.block + 2 * ncap
@@ -96,7 +98,6 @@ cdef StateC* _alloc(int ncap, int wcap) noexcept nogil:
 
 
 cdef void _free(StateC* st) noexcept nogil:
-    free(st.block)
     free(st)
 
 
@@ -115,6 +116,9 @@ cdef StateC* _copy(const StateC* src, int ncap, int wcap) noexcept nogil:
     st.prev_action = src.prev_action
     st.prev_label = src.prev_label
     st.is_final = src.is_final
+    if ncap == src.ncap and wcap == src.wcap:  # same layout: one copy, unused room included
+        memcpy(st.block, src.block, (ncap * INTS_PER_NODE + wcap * WORD_WIDTH) * sizeof(int))
+        return st
     memcpy(st.stack, src.stack, src.stack_len * sizeof(int))
     memcpy(st.label, src.label, n * sizeof(int))
     memcpy(st.word, src.word, n * sizeof(int))

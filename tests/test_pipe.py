@@ -60,11 +60,12 @@ def test_sentence_boundaries_found_by_the_model(trained):
     assert doc._.isbn_words_logprob >= doc._.isbn_logprob - 1e-6
     [(start, end, analyses)] = doc._.isbn_kbest  # one segment: the whole doc
     assert (start, end) == (0, len(doc)) and len(analyses) > 1
-    best_lp, best_tree = analyses[0]
+    best_lp, best_heads, best_labels = analyses[0]
     assert best_lp == pytest.approx(doc._.isbn_logprob)
-    assert [h for h, _ in best_tree] == [t.head.i for t in doc]
-    assert [lab for _, lab in best_tree] == [t.dep_ for t in doc]
-    assert all(lp <= best_lp for lp, _ in analyses)
+    assert best_heads == [t.head.i for t in doc]
+    assert best_labels == [t.dep_ for t in doc]
+    assert all(lp <= best_lp and len(heads) == len(labels) == len(doc)
+               for lp, heads, labels in analyses)
 
 
 def test_preset_boundaries_are_respected(trained):
@@ -80,8 +81,8 @@ def test_preset_boundaries_are_respected(trained):
     assert all(sum(1 for tok in s if tok.head == tok) == 1 for s in doc.sents)
     [(start, end, analyses)] = doc._.isbn_kbest  # the doc is searched as one derivation
     assert (start, end) == (0, len(doc))
-    for _, tree in analyses:  # every analysis keeps the preset boundary
-        assert all((h < 2) == (i < 2) for i, (h, _) in enumerate(tree))
+    for _, heads, _ in analyses:  # every analysis keeps the preset boundary
+        assert all((h < 2) == (i < 2) for i, h in enumerate(heads))
 
 
 def test_empty_and_long_docs(trained):

@@ -507,29 +507,33 @@ def update_speed(nlp, pipe_name: str, train_path: Path, n_docs: int, batch_docs:
     return out
 
 
-def process_speedup(nlp, pipe_name: str, refs, n_process: int, batch_size: int, beam: int) -> dict:
-    """isbn_parser alone (gold tags) through ``nlp.pipe`` in one process and
-    in ``n_process``: words/sec of each and whether the outputs are identical.
-    A process parses a batch at a time, so both use batches of at most a
+def process_speedup(nlp, components: List[str], refs, n_process: int, batch_size: int,
+                    beam: Optional[int], relax: bool = False) -> dict:
+    """``components`` of ``nlp`` (isbn_parser at ``beam``, or spaCy's parser:
+    beam None) through ``nlp.pipe`` in one process and in ``n_process``, gold
+    tags: words/sec of each and whether the outputs are identical.  A
+    process parses a batch at a time, so both use batches of at most a
     ``2 * n_process``-th of the docs, giving each process two (the same
     batches, as floating-point sums depend on what is batched together)."""
-    pipe = nlp.get_pipe(pipe_name)
-    pipe.cfg["beam_width"] = beam
+    if beam is not None:
+        nlp.get_pipe(ISBN).cfg["beam_width"] = beam
     n_words = sum(len(d) for d in refs)
     size = min(batch_size, -(-len(refs) // (2 * n_process)))
-    out = {"n_process": n_process, "beam": beam, "batch_size": size}
+    out = {"n_process": n_process, "beam": beam, "batch_size": size,
+           "parser": ISBN if beam is not None else SPACY}
     parses = {}
-    with nlp.select_pipes(enable=[pipe_name]):
+    with nlp.select_pipes(enable=components):
         for n in (1, n_process):
-            docs = _inputs(refs, "gold", False)
+            docs = _inputs(refs, "gold", relax and beam is None)
             gc.collect()
             start = time.perf_counter()
-            parses[n] = [[(t.head.i, t.dep_) for t in d] + [d._.isbn_logprob]
+            parses[n] = [[(t.head.i, t.dep_) for t in d]
+                         + ([d._.isbn_logprob] if beam is not None else [])
                          for d in nlp.pipe(docs, batch_size=size, n_process=n)]
             out[f"words_per_second_{n}"] = n_words / (time.perf_counter() - start)
     out["speedup"] = out[f"words_per_second_{n_process}"] / out["words_per_second_1"]
     out["identical"] = parses[1] == parses[n_process]
-    _log(f"[processes] beam {beam}: x{out['speedup']:.2f} with {n_process}, "
+    _log(f"[processes] {out['parser']} beam {beam}: x{out['speedup']:.2f} with {n_process}, "
          f"identical {out['identical']}")
     return out
 
@@ -757,8 +761,9 @@ def run_benchmark(
     if "gold" in settings and long_doc_tokens:
         scale["long_document"] = long_document_speed(nlp, ISBN, refs, long_doc_tokens, beam=10)
     if "gold" in settings and processes > 1:
-        scale["processes"] = [process_speedup(nlp, ISBN, refs, processes, batch_size, beam=b)
-                              for b in (1, 10)]
+        scale["processes"] = [
+            process_speedup(nlp, tok2vecs + [parser], refs, processes, batch_size, None, multiroot)
+        ] + [process_speedup(nlp, [ISBN], refs, processes, batch_size, b) for b in (1, 10)]
     if train_path is not None and Path(train_path).exists() and train_docs:
         scale["update"] = update_speed(nlp, ISBN, Path(train_path), train_docs)
     for pipe in (isbn, raw_isbn):
@@ -947,8 +952,9 @@ def _scale_section(scale: dict) -> List[str]:
                 f"{_fmt_wps(u['words_per_second'])} words/s.", ""]
     if scale.get("processes"):
         out += ["## Processes", ""]
-        header = ["Beam", "1 process words/s", "n processes words/s", "Speed-up", "Identical"]
-        rows = [[_fmt(p["beam"]), _fmt_wps(p["words_per_second_1"]),
+        header = ["Parser", "1 process words/s", "n processes words/s", "Speed-up", "Identical"]
+        rows = [[system_name(p.get("parser", ISBN), p["beam"], "gold"),
+                 _fmt_wps(p["words_per_second_1"]),
                  _fmt_wps(p[f"words_per_second_{p['n_process']}"]),
                  f"x{p['speedup']:.2f} ({p['n_process']})", str(p["identical"])]
                 for p in scale["processes"]]

@@ -11,8 +11,9 @@ the generative scores:
 * ``span._.isbn_logprob``: log P(tree, words) of a span that is one parsed
   sentence (``None`` otherwise);
 * ``doc._.isbn_kbest``: the final beam of each piece of the doc's search, as
-  ``[[start, end, analyses], ...]`` with ``analyses`` = ``[logprob, [[head,
-  label], ...]]`` best first (heads are absolute token indices).
+  ``[[start, end, analyses], ...]`` with ``analyses`` = ``[logprob, heads,
+  labels]`` best first, one head (an absolute token index) and label per
+  token of the piece (columns: cheap to send between processes).
 
 A doc is searched as one derivation, its sentences chained as in training.
 Sentence boundaries already on the Doc are respected; where there are none
@@ -507,12 +508,13 @@ class ISBNParser(TrainablePipe):
                         self._set_tags(doc[start:end], sent)
                 analyses = []
                 for score, sents in seg.kbest:
-                    tree = []
+                    tree_heads, tree_labels = [], []
                     for sent in sents:
                         sent_heads, sent_labels = self._decode(sent)
                         start = offset + sent.start
-                        tree.extend([start + h, lab] for h, lab in zip(sent_heads, sent_labels))
-                    analyses.append([float(score), tree])
+                        tree_heads.extend(start + h for h in sent_heads)
+                        tree_labels.extend(sent_labels)
+                    analyses.append([float(score), tree_heads, tree_labels])
                 size = sum(len(sent.heads) for sent in seg.sentences)
                 kbest.append([offset, offset + size, analyses])
             if pieces:

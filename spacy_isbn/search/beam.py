@@ -565,9 +565,10 @@ class _Search:
             at_b = order[rank == B - 1]
             threshold[sh.seg[at_b]] = sh.score[at_b]
         while True:
-            ag = self.agenda.take(numpy.nonzero(self.agenda.score > threshold[self.agenda.seg])[0])
-            order, rank = _top_per_group(ag.seg, ag.score, ag.seq)
-            popped = ag.take(order[rank < B])
+            # the agenda holds at most B entries per segment, each segment's
+            # best first (see _expand and _end_steps): all that can still
+            # enter a beam are popped, in that order
+            popped = self.agenda.take(numpy.nonzero(self.agenda.score > threshold[self.agenda.seg])[0])
             n_popped = numpy.bincount(popped.seg, minlength=n_seg)
             # a word step ends when nothing pending can enter its beam, or when
             # it is out of budget and has something shifted
@@ -575,12 +576,11 @@ class _Search:
                                   | ((self.pops + n_popped > s.max_expansions) & (count > 0)))
             if not done.any():
                 break
-            self.agenda = ag.take(numpy.nonzero(~done[ag.seg])[0])
+            self.agenda = popped.take(numpy.nonzero(~done[popped.seg])[0])
             self._end_steps(numpy.nonzero(done)[0])
-            sh = self.shifted
-            count = numpy.bincount(sh.seg, minlength=n_seg)
+            count = numpy.bincount(self.shifted.seg, minlength=n_seg)
             threshold[done] = NEG_INF
-        self.agenda = ag.take(order[rank >= B])
+        self.agenda = popped.take(numpy.zeros(0, "int64"))
         self.pops += n_popped
         if len(popped):
             self._expand(self._materialize(popped), threshold)
@@ -694,8 +694,8 @@ class _Search:
         new, self.shifted = sh.take(numpy.nonzero(mine)[0]), sh.take(numpy.nonzero(~mine)[0])
         order, _ = _top_per_group(new.seg, new.score, new.seq)
         new = new.take(order)
-        if len(numpy.unique(new.seg)) < len(segs):  # cannot happen with legal decisions
-            raise RuntimeError("beam search lost all hypotheses")
+        if numpy.bincount(new.seg, minlength=n_seg)[segs].min() == 0:
+            raise RuntimeError("beam search lost all hypotheses")  # not with legal decisions
         h = self.hyps
         p = new.parent
         tok = self.base[new.seg] + self.j[new.seg]  # the token just shifted
@@ -768,7 +768,9 @@ class _Search:
                 sentences=kbest[0][1], logprob=float(scores[0]),
                 words_logprob=float(mx + numpy.log(numpy.exp(scores - mx).sum())), kbest=kbest)
             self.active[seg] = False
-        gone = numpy.isin(h.seg, segs)
+        gone = numpy.zeros(len(self.n), dtype=bool)
+        gone[segs] = True
+        gone = gone[h.seg]
         self.states.release(h.handle[gone])
         keep = numpy.nonzero(~gone)[0]
         remap = numpy.full(len(h), -1, dtype="int64")

@@ -91,7 +91,9 @@ class _StatePool:
 
     def compact(self, referenced: numpy.ndarray) -> numpy.ndarray:
         """Keep only the ``referenced`` ids; returns old id -> new id (-1: dropped)."""
-        keep = numpy.unique(referenced[referenced >= 0])
+        marked = numpy.zeros(self.size + 1, dtype=bool)  # a mark per id: no sort
+        marked[referenced] = True  # -1 marks the spare last entry
+        keep = numpy.flatnonzero(marked[: self.size])
         mapping = numpy.full(self.size + 1, -1, dtype="int32")
         mapping[keep] = numpy.arange(len(keep), dtype="int32")
         self.data[: len(keep)] = self.data[keep]

@@ -641,38 +641,47 @@ class _Search:
         act_lp = numpy.where(req["allowed"], out["act"], NEG_INF)
         shift_scores = scores + act_lp[:, spec.word_action]
         end_scores = numpy.where(may_end, shift_scores + out["end"], NEG_INF)
-        parts = []
+        # Shifts: generating the next word (CONT), ending the segment's last
+        # sentence (END: nothing more to generate), ending a sentence and
+        # generating the next one's first word (NEXT); all in one table
+        cont, first = out["cont"], out["first"]
         last = numpy.nonzero((end_scores > NEG_INF) & ~has_next)[0]
-        for kind, cand, base in ((CONT, out["cont"], shift_scores), (END, None, end_scores),
-                                 (NEXT, out["first"], end_scores)):
-            if cand is None:  # the segment's last sentence ends: nothing more to generate
-                p, total, tag, bundle, state = last, end_scores[last], *[numpy.full(len(last), -1)] * 3
-            else:
-                total = base[cand.pos] + cand.lp
-                ok = numpy.nonzero(total > NEG_INF)[0]
-                p, total, tag, bundle, state = cand.pos[ok], total[ok], cand.tag[ok], \
-                    cand.bundle[ok], cand.state[ok]
-            parts.append(_Items(seg=seg[p], parent=rows[p], kind=numpy.full(len(p), kind),
-                                tag=tag, bundle=bundle, state=state, score=total,
-                                end_score=end_scores[p], seq=self._seq(len(p))))
-        shifted = _Items.concat([self.shifted] + parts)
+        none = numpy.full(len(last), -1)
+        pos = numpy.concatenate([cont.pos, last, first.pos])
+        total = numpy.concatenate([shift_scores[cont.pos] + cont.lp, end_scores[last],
+                                   end_scores[first.pos] + first.lp])
+        ok = numpy.nonzero(total > NEG_INF)[0]
+        p = pos[ok]
+        kind = numpy.repeat([CONT, END, NEXT], [len(cont.pos), len(last), len(first.pos)])
+        new = _Items(seg=seg[p], parent=rows[p], kind=kind[ok],
+                     tag=numpy.concatenate([cont.tag, none, first.tag])[ok],
+                     bundle=numpy.concatenate([cont.bundle, none, first.bundle])[ok],
+                     state=numpy.concatenate([cont.state, none, first.state])[ok],
+                     score=total[ok], end_score=end_scores[p], seq=self._seq(len(ok)))
+        shifted = _Items.concat([self.shifted, new])
         order, rank = _top_per_group(shifted.seg, shifted.score, shifted.seq)
         self.shifted = shifted.take(order[rank < B])
-        # labelled actions (top-k labels) and plain ones go on the agenda
-        items = [self.agenda]
-        for action, (at, top, top_lp, states) in out["labelled"].items():
+        # labelled actions (top-k labels) and plain ones make the new agenda
+        # (the round popped all of the old one)
+        at_rows, actions, labels, states, totals = [], [], [], [], []
+        for action, (at, top, top_lp, action_states) in out["labelled"].items():
             total = (scores[at] + act_lp[at, action])[:, None] + top_lp
             i, k = numpy.nonzero(total > NEG_INF)
-            r = at[i]
-            items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), action),
-                                label=top[i, k], state=numpy.asarray(states)[i, k],
-                                score=total[i, k], seq=self._seq(len(r))))
-        for action, (r, states) in out["plain"].items():
-            total = scores[r] + act_lp[r, action]
-            items.append(_Items(seg=seg[r], parent=rows[r], action=numpy.full(len(r), action),
-                                label=numpy.full(len(r), -1), state=states,
-                                score=total, seq=self._seq(len(r))))
-        agenda = _Items.concat(items)
+            at_rows.append(at[i])
+            actions.append(numpy.full(len(i), action))
+            labels.append(top[i, k])
+            states.append(numpy.asarray(action_states)[i, k])
+            totals.append(total[i, k])
+        for action, (r, action_states) in out["plain"].items():
+            at_rows.append(r)
+            actions.append(numpy.full(len(r), action))
+            labels.append(numpy.full(len(r), -1))
+            states.append(action_states)
+            totals.append(scores[r] + act_lp[r, action])
+        r = numpy.concatenate(at_rows)
+        agenda = _Items(seg=seg[r], parent=rows[r], action=numpy.concatenate(actions),
+                        label=numpy.concatenate(labels), state=numpy.concatenate(states),
+                        score=numpy.concatenate(totals), seq=self._seq(len(r)))
         # the agenda is pruned to the beam width too: between shifts the
         # search stays best-first among B pending hypotheses; out of budget
         # with nothing shifted, only the single best is followed

@@ -550,6 +550,12 @@ class _Search:
                       seq=self._seq(n))
 
     @staticmethod
+    def _no_agenda() -> _Items:
+        none = numpy.zeros(0, "int64")
+        return _Items(seg=none, parent=none, action=none, label=none, state=none,
+                      score=numpy.zeros(0), seq=none)
+
+    @staticmethod
     def _no_shifted() -> _Items:
         none = numpy.zeros(0, "int64")
         return _Items(seg=none, parent=none, kind=none, tag=none, bundle=none, state=none,
@@ -566,11 +572,11 @@ class _Search:
             order, rank = _top_per_group(sh.seg, sh.score, sh.seq)
             at_b = order[rank == B - 1]
             threshold[sh.seg[at_b]] = sh.score[at_b]
+        # the agenda holds at most B entries per segment, each segment's best
+        # first (see _expand and _end_steps): all that can still enter a beam
+        # are popped, in that order
+        popped = self.agenda.take(numpy.nonzero(self.agenda.score > threshold[self.agenda.seg])[0])
         while True:
-            # the agenda holds at most B entries per segment, each segment's
-            # best first (see _expand and _end_steps): all that can still
-            # enter a beam are popped, in that order
-            popped = self.agenda.take(numpy.nonzero(self.agenda.score > threshold[self.agenda.seg])[0])
             n_popped = numpy.bincount(popped.seg, minlength=n_seg)
             # a word step ends when nothing pending can enter its beam, or when
             # it is out of budget and has something shifted
@@ -580,9 +586,11 @@ class _Search:
                 break
             self.agenda = popped.take(numpy.nonzero(~done[popped.seg])[0])
             self._end_steps(numpy.nonzero(done)[0])
+            # the rest still can enter their beams; the new beams start afresh
+            popped = self.agenda
             count = numpy.bincount(self.shifted.seg, minlength=n_seg)
             threshold[done] = NEG_INF
-        self.agenda = popped.take(numpy.zeros(0, "int64"))
+        self.agenda = self._no_agenda()
         self.pops += n_popped
         if len(popped):
             self._expand(self._materialize(popped), threshold)
@@ -702,9 +710,8 @@ class _Search:
         in_step[segs] = True
         sh = self.shifted
         mine = in_step[sh.seg]
+        # the shifted table is kept sorted by segment, best first (see _expand)
         new, self.shifted = sh.take(numpy.nonzero(mine)[0]), sh.take(numpy.nonzero(~mine)[0])
-        order, _ = _top_per_group(new.seg, new.score, new.seq)
-        new = new.take(order)
         if numpy.bincount(new.seg, minlength=n_seg)[segs].min() == 0:
             raise RuntimeError("beam search lost all hypotheses")  # not with legal decisions
         h = self.hyps

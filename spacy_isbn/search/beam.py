@@ -660,7 +660,9 @@ class _Search:
                                    end_scores[first.pos] + first.lp])
         ok = numpy.nonzero(total > NEG_INF)[0]
         p = pos[ok]
-        kind = numpy.repeat([CONT, END, NEXT], [len(cont.pos), len(last), len(first.pos)])
+        kind = numpy.full(len(pos), CONT)
+        kind[len(cont.pos):] = END
+        kind[len(cont.pos) + len(last):] = NEXT
         new = _Items(seg=seg[p], parent=rows[p], kind=kind[ok],
                      tag=numpy.concatenate([cont.tag, none, first.tag])[ok],
                      bundle=numpy.concatenate([cont.bundle, none, first.bundle])[ok],

@@ -720,7 +720,7 @@ class _Search:
         p = new.parent
         tok = self.base[new.seg] + self.j[new.seg]  # the token just shifted
         handles = numpy.full(len(new), -1, dtype="int64")
-        offset, start_score, done = h.offset[p].copy(), h.start_score[p].copy(), h.done[p].copy()
+        offset, start_score, done = h.offset[p], h.start_score[p], h.done[p]  # copies
         go_on = numpy.nonzero(new.kind == CONT)[0]
         if len(go_on):
             handles[go_on] = self.states.shift(

@@ -270,12 +270,10 @@ class BeamSearch:
             out["first"] = first
         return out
 
-    def _top_labels(self, H, action: int, kinds, rows):
-        """The ``label_top_k`` best labels after ``action`` of the states ``H``
-        (of request rows ``rows``) and their log-probs."""
-        top, top_lp = self.scorer.top_labels(H, action, kinds,
-                                             min(self.label_top_k, self.scorer.nL))
-        return rows, top, top_lp
+    def _top_labels(self, H, action: int, kinds):
+        """The ``label_top_k`` best labels after ``action`` from the states
+        ``H`` and their log-probs."""
+        return self.scorer.top_labels(H, action, kinds, min(self.label_top_k, self.scorer.nL))
 
     def _decisions_feedforward(self, H, open_rows, kinds, ids, out: dict) -> None:
         """Per labelled action its ``open_rows``' top-k labels, and the states
@@ -284,7 +282,7 @@ class BeamSearch:
         out["labelled"], out["plain"] = {}, {}
         for k, action in enumerate(self.spec.labelled_actions):
             rows = open_rows[action]
-            rows, top, top_lp = self._top_labels(H[rows], action, kinds[rows, k], rows)
+            top, top_lp = self._top_labels(H[rows], action, kinds[rows, k])
             out["labelled"][action] = (rows, top, top_lp,
                                        numpy.broadcast_to(ids[rows, None], top.shape))
         for action in self.spec.plain_actions:
@@ -310,8 +308,7 @@ class BeamSearch:
         arcs = []
         for k, action in enumerate(spec.labelled_actions):
             rows = rows_of[action]
-            rows, top, top_lp = self._top_labels(scorer.means(a_after[action]), action,
-                                                 kinds[rows, k], rows)
+            top, top_lp = self._top_labels(scorer.means(a_after[action]), action, kinds[rows, k])
             K = top.shape[1]
             rep = numpy.repeat(numpy.arange(len(rows)), K)
             arcs.append((rows[rep], numpy.full(len(rep), action), a_after[action][rep],
@@ -706,7 +703,6 @@ class _Search:
     def _end_steps(self, segs: numpy.ndarray) -> None:
         """The shifted candidates of segments ``segs`` become their beams for
         the next word; configurations of the finished steps are freed."""
-        s = self.s
         n_seg = len(self.n)
         in_step = numpy.zeros(n_seg, dtype=bool)
         in_step[segs] = True

@@ -30,13 +30,14 @@ from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import score_trees
 from ..model.derivation import (
-    Derivation, DerivationBatch, build_left_corner_derivation, word_batches,
+    Derivation, build_left_corner_derivation,
 )
 from ..model.features import LeftCornerFeatures, SentenceInputs
 from ..model.isbn import ISBNScorer, nll_per_word
 from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.left_corner import LEFT_CORNER, LeftCornerSystem, build_tree
+from .training import update_on_derivations
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -164,22 +165,10 @@ class ISBNConstituency(TrainablePipe):
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
-        if losses is None:
-            losses = {}
-        losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, "ISBNConstituency.update")
-        derivs = self._derivations(examples)
-        if not derivs:
-            return losses
-        for batch, words in word_batches(derivs, self.cfg["max_batch_words"]):
-            ll, backprop = self.model.begin_update(DerivationBatch.from_derivations(batch))
-            loss, d_ll = self.get_loss(examples, (ll, words))
-            backprop(d_ll)
-            losses[self.name] += loss
-        if sgd is not None:
-            self.finish_update(sgd)
-        return losses
+        return update_on_derivations(self, examples, self._derivations(examples), sgd=sgd,
+                                     losses=losses)
 
     def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
         """Negative log-likelihood of the gold derivations, per word."""

@@ -46,7 +46,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..model.derivation import (
-    Derivation, DerivationBatch, build_derivation, chain_derivations, word_batches,
+    Derivation, build_derivation, chain_derivations,
 )
 from ..model.features import FeatureExtractor, JointTables, SentenceInputs, parse_templates
 from ..model.isbn import ISBNScorer, nll_per_word
@@ -56,6 +56,7 @@ from .projectivity import deprojectivize, projectivize
 from ..transitions.arc_eager import (
     ARC_EAGER, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, sentence_spans_from_heads,
 )
+from .training import update_on_derivations
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -413,25 +414,11 @@ class ISBNParser(TrainablePipe):
         sgd=None,
         losses: Optional[Dict[str, float]] = None,
     ) -> Dict[str, float]:
-        if losses is None:
-            losses = {}
-        losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, "ISBNParser.update")
-        derivs = self._derivations(examples)
-        if not derivs:
-            return losses
-        for batch, words in word_batches(derivs, self.cfg["max_batch_words"]):
-            arrays = DerivationBatch.from_derivations(batch)
-            if drop > 0.0:
-                self._drop_words(arrays.feats, drop)
-            ll, backprop = self.model.begin_update(arrays)
-            loss, d_ll = self.get_loss(examples, (ll, words))
-            backprop(d_ll)
-            losses[self.name] += loss
-        if sgd is not None:
-            self.finish_update(sgd)
-        return losses
+        prepare = (lambda arrays: self._drop_words(arrays.feats, drop)) if drop > 0.0 else None
+        return update_on_derivations(self, examples, self._derivations(examples), sgd=sgd,
+                                     losses=losses, prepare=prepare)
 
     def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:
         """Word dropout: each word-form feature the state conditions on is

@@ -1,0 +1,30 @@
+"""The training step both ISBN pipes share: gold derivations in batches of
+about ``max_batch_words`` words, one forward and backward pass each."""
+from typing import Callable, Dict, List, Optional
+
+from ..model.derivation import Derivation, DerivationBatch, word_batches
+
+
+def update_on_derivations(pipe, examples: List, derivations: List[Derivation], *, sgd=None,
+                          losses: Optional[Dict[str, float]] = None,
+                          prepare: Optional[Callable[[DerivationBatch], None]] = None
+                          ) -> Dict[str, float]:
+    """``TrainablePipe.update`` of ``pipe`` on the examples' gold
+    ``derivations``; ``prepare`` may change a batch's arrays in place before
+    its forward pass (the parser's word dropout)."""
+    if losses is None:
+        losses = {}
+    losses.setdefault(pipe.name, 0.0)
+    if not derivations:
+        return losses
+    for batch, words in word_batches(derivations, pipe.cfg["max_batch_words"]):
+        arrays = DerivationBatch.from_derivations(batch)
+        if prepare is not None:
+            prepare(arrays)
+        ll, backprop = pipe.model.begin_update(arrays)
+        loss, d_ll = pipe.get_loss(examples, (ll, words))
+        backprop(d_ll)
+        losses[pipe.name] += loss
+    if sgd is not None:
+        pipe.finish_update(sgd)
+    return losses

@@ -133,17 +133,30 @@ def test_state_pool_compaction_changes_nothing(trained, monkeypatch):
 
 
 def test_top_per_group_matches_a_lexicographic_sort():
+    from spacy_isbn.search._select import top_per_group
+
     rng = numpy.random.default_rng(0)
     for n in (0, 1, 2, 7, 300):
         group = rng.integers(0, 5, n)
         score = rng.integers(-3, 1, n).astype("float64")  # many ties
         score[rng.random(n) < 0.1] = -numpy.inf
-        seq = rng.permutation(n)
-        order, rank = beam._top_per_group(group, score, seq)
-        expected = numpy.lexsort((seq, -score, group))
-        assert order.tolist() == expected.tolist()
-        for g in set(group.tolist()):
-            assert rank[group[order] == g].tolist() == list(range((group == g).sum()))
+        limit = rng.integers(0, 4, 5)
+        kept = top_per_group(group, score, limit)
+        # sorted by group, best first, ties by position; the first limit[g] of each
+        expected = numpy.lexsort((numpy.arange(n), -score, group))
+        rank = numpy.array([(group[expected[:i]] == group[expected[i]]).sum() for i in range(n)])
+        expected = expected[rank < limit[group[expected]]] if n else expected
+        assert kept.tolist() == expected.tolist()
+
+
+def test_counts_and_kth_of_a_sorted_table():
+    from spacy_isbn.search._select import counts_and_kth
+
+    group = numpy.array([0, 0, 0, 2, 3, 3], dtype="int64")
+    score = numpy.array([-1.0, -2.0, -5.0, -0.5, -3.0, -4.0])
+    count, kth = counts_and_kth(group, score, 5, 2)
+    assert count.tolist() == [3, 0, 1, 2, 0]
+    assert kth.tolist() == [-2.0, -numpy.inf, -numpy.inf, -4.0, -numpy.inf]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

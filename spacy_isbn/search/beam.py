@@ -21,7 +21,7 @@ likely morphological bundles, so tags and tree come out of one search.
 All segments are searched in lockstep, and nothing is done per hypothesis in
 Python: configurations live in the compiled arena (:mod:`..transitions._arc_eager`),
 the pending and shifted hypotheses of all segments are columns of arrays
-(:class:`_Items`), each round pops, scores and prunes all of them with a
+(:class:`_Table`), each round pops, scores and prunes all of them with a
 fixed number of array operations, and the latent states of a round are one
 matrix.  Memory follows the live hypotheses: configurations are freed when
 their word step ends, the state pool is compacted to the states live
@@ -39,7 +39,7 @@ from ..model.isbn import ISBNScorer
 from ..transitions._arc_eager import WORD_ROW_WIDTH
 from ..transitions.arc_eager import ARC_EAGER
 from ..transitions.system import TransitionSpec
-from ._select import top_per_group
+from ._select import counts_and_kth, top_per_group
 
 NEG_INF = -numpy.inf
 # outcomes of a Shift: the sentence goes on, the segment's last sentence ends,
@@ -101,31 +101,81 @@ class _StatePool:
         return mapping
 
 
-class _Items:
-    """Rows of named, equally long arrays: hypotheses, pending decisions,
-    shifted candidates."""
+def _column(matrix: str, i: int) -> property:
+    def get(self) -> numpy.ndarray:
+        return getattr(self, matrix)[i]
 
-    def __init__(self, **columns: numpy.ndarray):
-        self.__dict__.update(columns)
-        self._names = tuple(columns)
+    def put(self, value) -> None:
+        getattr(self, matrix)[i] = value
+
+    return property(get, put)
+
+
+class _Table:
+    """Rows of equally long columns: the int columns are the rows of one
+    matrix and the float columns of another (each column contiguous), plus an
+    optional object column, so a take or a concatenation is one numpy call
+    per matrix whatever the number of columns."""
+
+    INTS: Tuple[str, ...] = ()
+    FLOATS: Tuple[str, ...] = ()
+    __slots__ = ("ints", "floats", "objs")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for i, name in enumerate(cls.INTS):
+            setattr(cls, name, _column("ints", i))
+        for i, name in enumerate(cls.FLOATS):
+            setattr(cls, name, _column("floats", i))
+
+    def __init__(self, ints: numpy.ndarray, floats: numpy.ndarray, objs=None):
+        self.ints, self.floats, self.objs = ints, floats, objs
+
+    @classmethod
+    def of(cls, objs=None, **columns) -> "_Table":
+        return cls(numpy.array([columns[k] for k in cls.INTS], dtype="int64"),
+                   numpy.array([columns[k] for k in cls.FLOATS], dtype="float64"), objs)
+
+    @classmethod
+    def empty(cls) -> "_Table":
+        return cls(numpy.zeros((len(cls.INTS), 0), "int64"), numpy.zeros((len(cls.FLOATS), 0)))
 
     def __len__(self) -> int:
-        return len(getattr(self, self._names[0]))
+        return self.ints.shape[1]
 
-    def take(self, idx) -> "_Items":
-        return _Items(**{k: getattr(self, k)[idx] for k in self._names})
+    def take(self, idx) -> "_Table":
+        return type(self)(numpy.take(self.ints, idx, axis=1), numpy.take(self.floats, idx, axis=1),
+                          None if self.objs is None else self.objs[idx])
 
-    @staticmethod
-    def concat(parts: List["_Items"]) -> "_Items":
-        names = parts[0]._names
-        return _Items(**{k: numpy.concatenate([getattr(p, k) for p in parts]) for k in names})
+    @classmethod
+    def concat(cls, parts: List["_Table"]) -> "_Table":
+        objs = None if parts[0].objs is None else numpy.concatenate([p.objs for p in parts])
+        return cls(numpy.concatenate([p.ints for p in parts], axis=1),
+                   numpy.concatenate([p.floats for p in parts], axis=1), objs)
 
 
-def _top_per_group(group, score, seq) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    """Indices sorted by group, best score first (ties: lower ``seq``), and
-    each one's rank in its group; keep ``rank < k`` for the k best per group."""
-    return top_per_group(numpy.asarray(group, "int64"), numpy.asarray(score, "float64"),
-                         numpy.asarray(seq, "int64"))
+class _Hypotheses(_Table):
+    """Configurations made so far in the segments' current word steps; the
+    object column holds each one's finished sentences as a linked list of
+    Python tuples."""
+    INTS = ("handle", "seg", "offset")  # offset: the current sentence's first token
+    FLOATS = ("score", "start_score")  # start_score: the score when that sentence started
+    __slots__ = ()
+
+
+class _Agenda(_Table):
+    """Decisions waiting to be expanded (action -1: a beam hypothesis itself),
+    with the pool id of the means the decision reads."""
+    INTS = ("seg", "parent", "action", "label", "state")
+    FLOATS = ("score",)
+    __slots__ = ()
+
+
+class _Shifted(_Table):
+    """Outcomes of Shifts (kind CONT, END or NEXT) of the current word step."""
+    INTS = ("seg", "parent", "kind", "tag", "bundle", "state")
+    FLOATS = ("score", "end_score")
+    __slots__ = ()
 
 
 class _Candidates:
@@ -467,15 +517,15 @@ class _Words:
 
 class _Search:
     """One :meth:`BeamSearch.parse_many` call: every segment's beam, pending
-    decisions (the agenda) and shifted candidates as arrays over all segments.
+    decisions and shifted candidates as tables over all segments.
 
-    ``hyps``: configurations made so far in the segments' current word steps
-    (handle, score, segment, offset of the current sentence, the score when it
-    started, and the finished sentences as a linked list of Python tuples).
-    ``agenda``: decisions waiting to be expanded (parent hypothesis, action,
-    label, pool id of the step's means, score, insertion order).
-    ``shifted``: outcomes of Shifts of the current word step, at most the
-    beam width per segment."""
+    ``hyps`` (:class:`_Hypotheses`): configurations made so far in the
+    segments' current word steps.  ``agenda`` (:class:`_Agenda`): decisions
+    waiting to be expanded, at most the beam width per segment, each
+    segment's best first.  ``shifted`` (:class:`_Shifted`): outcomes of
+    Shifts of the current word step, at most the beam width per segment,
+    kept sorted by segment, best first.  Ties are broken by insertion order,
+    which is each table's order."""
 
     # the state pool is compacted once it holds this many states and four
     # times as many as were live after the last compaction
@@ -496,21 +546,15 @@ class _Search:
         self.may_end = self.must_end | numpy.array([e is None for e in ends], dtype=bool)
         self.j = numpy.zeros(len(segments), dtype="int64")  # the token to be shifted next
         self.pops = numpy.zeros(len(segments), dtype="int64")
+        self.width = numpy.full(len(segments), search.beam_width, dtype="int64")
         self.results: List[Optional[SegmentParse]] = [None] * len(segments)
-        self.seq = 0
 
     def release(self) -> None:
         self.states = None
 
-    def _seq(self, n: int) -> numpy.ndarray:
-        out = numpy.arange(self.seq, self.seq + n)
-        self.seq += n
-        return out
-
     # -- the loop -------------------------------------------------------------------
     def run(self) -> List[SegmentParse]:
         s = self.s
-        B = s.beam_width
         n_seg = len(self.n)
         live = numpy.nonzero(self.n > 0)[0]
         if not len(live):
@@ -521,58 +565,36 @@ class _Search:
         first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
         seg = live[first.pos]
-        order, rank = _top_per_group(seg, first.lp, numpy.arange(len(seg)))
-        keep = order[rank < B]
+        keep = top_per_group(seg.astype("int64"), first.lp.astype("float64"), self.width)
         seg, c = seg[keep], _Candidates(*(getattr(first, k)[keep] for k in _Candidates.__slots__))
         handles = self.states.start(c.state.astype("int32"),
                                     self.words.row(self.base[seg], c.tag, c.bundle))
-        self.hyps = _Items(handle=handles, score=c.lp.astype("float64"), seg=seg,
-                           offset=numpy.zeros(len(seg), "int64"),
-                           start_score=numpy.zeros(len(seg)),
-                           done=numpy.full(len(seg), None, dtype=object))
+        zeros = numpy.zeros(len(seg))
+        self.hyps = _Hypotheses.of(numpy.full(len(seg), None, dtype=object), handle=handles,
+                                   seg=seg, offset=zeros, score=c.lp, start_score=zeros)
         self.agenda = self._beam_items(numpy.arange(len(seg)))
-        self.shifted = self._no_shifted()
+        self.shifted = _Shifted.empty()
         self.active = numpy.zeros(n_seg, dtype=bool)
         self.active[live] = True
         while self.active.any():
             self._round()
         return self.results
 
-    def _beam_items(self, hyp_rows) -> _Items:
+    def _beam_items(self, hyp_rows) -> _Agenda:
         """Agenda entries for beam hypotheses themselves (no decision yet)."""
-        n = len(hyp_rows)
-        return _Items(seg=self.hyps.seg[hyp_rows], parent=hyp_rows.astype("int64"),
-                      action=numpy.full(n, -1), label=numpy.full(n, -1),
-                      state=numpy.full(n, -1), score=self.hyps.score[hyp_rows],
-                      seq=self._seq(n))
-
-    @staticmethod
-    def _no_agenda() -> _Items:
-        none = numpy.zeros(0, "int64")
-        return _Items(seg=none, parent=none, action=none, label=none, state=none,
-                      score=numpy.zeros(0), seq=none)
-
-    @staticmethod
-    def _no_shifted() -> _Items:
-        none = numpy.zeros(0, "int64")
-        return _Items(seg=none, parent=none, kind=none, tag=none, bundle=none, state=none,
-                      score=numpy.zeros(0), end_score=numpy.zeros(0), seq=none)
+        ints = numpy.full((len(_Agenda.INTS), len(hyp_rows)), -1, dtype="int64")
+        ints[0] = self.hyps.seg[hyp_rows]
+        ints[1] = hyp_rows
+        return _Agenda(ints, self.hyps.floats[:1, hyp_rows])
 
     def _round(self) -> None:
         s, B = self.s, self.s.beam_width
         n_seg = len(self.n)
         # the beam's worst shifted score per segment: nothing below it can enter
-        sh = self.shifted
-        count = numpy.bincount(sh.seg, minlength=n_seg)
-        threshold = numpy.full(n_seg, NEG_INF)
-        if len(sh):
-            order, rank = _top_per_group(sh.seg, sh.score, sh.seq)
-            at_b = order[rank == B - 1]
-            threshold[sh.seg[at_b]] = sh.score[at_b]
-        # the agenda holds at most B entries per segment, each segment's best
-        # first (see _expand and _end_steps): all that can still enter a beam
-        # are popped, in that order
-        popped = self.agenda.take(numpy.nonzero(self.agenda.score > threshold[self.agenda.seg])[0])
+        count, threshold = counts_and_kth(self.shifted.seg, self.shifted.score, n_seg, B)
+        # all agenda entries that can still enter a beam are popped, in the
+        # agenda's order (see _expand and _end_steps)
+        popped = self.agenda.take(numpy.flatnonzero(self.agenda.score > threshold[self.agenda.seg]))
         while True:
             n_popped = numpy.bincount(popped.seg, minlength=n_seg)
             # a word step ends when nothing pending can enter its beam, or when
@@ -581,31 +603,31 @@ class _Search:
                                   | ((self.pops + n_popped > s.max_expansions) & (count > 0)))
             if not done.any():
                 break
-            self.agenda = popped.take(numpy.nonzero(~done[popped.seg])[0])
-            self._end_steps(numpy.nonzero(done)[0])
+            self.agenda = popped.take(numpy.flatnonzero(~done[popped.seg]))
+            self._end_steps(numpy.flatnonzero(done))
             # the rest still can enter their beams; the new beams start afresh
             popped = self.agenda
             count = numpy.bincount(self.shifted.seg, minlength=n_seg)
             threshold[done] = NEG_INF
-        self.agenda = self._no_agenda()
+        self.agenda = _Agenda.empty()
         self.pops += n_popped
         if len(popped):
             self._expand(self._materialize(popped), threshold)
 
-    def _materialize(self, popped: _Items) -> numpy.ndarray:
+    def _materialize(self, popped: _Agenda) -> numpy.ndarray:
         """Hypothesis rows of popped entries: beam hypotheses as they are,
         decisions applied to copies of their parents' configurations."""
         rows = popped.parent.copy()
-        todo = numpy.nonzero(popped.action >= 0)[0]
+        todo = numpy.flatnonzero(popped.action >= 0)
         if len(todo):
-            h, p = self.hyps, popped.parent[todo]
-            handles = self.states.child(h.handle[p], popped.action[todo].astype("int32"),
-                                        popped.label[todo].astype("int32"),
-                                        popped.state[todo].astype("int32"))
-            new = _Items(handle=handles, score=popped.score[todo], seg=h.seg[p],
-                         offset=h.offset[p], start_score=h.start_score[p], done=h.done[p])
+            h, decided = self.hyps, popped.take(todo)
+            new = h.take(decided.parent)
+            new.handle = self.states.child(new.handle, decided.action.astype("int32"),
+                                           decided.label.astype("int32"),
+                                           decided.state.astype("int32"))
+            new.score = decided.score
             rows[todo] = len(h) + numpy.arange(len(todo))
-            self.hyps = _Items.concat([h, new])
+            self.hyps = _Hypotheses.concat([h, new])
         return rows
 
     def _expand(self, rows: numpy.ndarray, threshold: numpy.ndarray) -> None:
@@ -650,24 +672,23 @@ class _Search:
         # sentence (END: nothing more to generate), ending a sentence and
         # generating the next one's first word (NEXT); all in one table
         cont, first = out["cont"], out["first"]
-        last = numpy.nonzero((end_scores > NEG_INF) & ~has_next)[0]
+        last = numpy.flatnonzero((end_scores > NEG_INF) & ~has_next)
         none = numpy.full(len(last), -1)
         pos = numpy.concatenate([cont.pos, last, first.pos])
-        total = numpy.concatenate([shift_scores[cont.pos] + cont.lp, end_scores[last],
-                                   end_scores[first.pos] + first.lp])
-        ok = numpy.nonzero(total > NEG_INF)[0]
-        p = pos[ok]
         kind = numpy.full(len(pos), CONT)
         kind[len(cont.pos):] = END
         kind[len(cont.pos) + len(last):] = NEXT
-        new = _Items(seg=seg[p], parent=rows[p], kind=kind[ok],
-                     tag=numpy.concatenate([cont.tag, none, first.tag])[ok],
-                     bundle=numpy.concatenate([cont.bundle, none, first.bundle])[ok],
-                     state=numpy.concatenate([cont.state, none, first.state])[ok],
-                     score=total[ok], end_score=end_scores[p], seq=self._seq(len(ok)))
-        shifted = _Items.concat([self.shifted, new])
-        order, rank = _top_per_group(shifted.seg, shifted.score, shifted.seq)
-        self.shifted = shifted.take(order[rank < B])
+        new = _Shifted(
+            numpy.array([seg[pos], rows[pos], kind,
+                         numpy.concatenate([cont.tag, none, first.tag]),
+                         numpy.concatenate([cont.bundle, none, first.bundle]),
+                         numpy.concatenate([cont.state, none, first.state])], dtype="int64"),
+            numpy.array([numpy.concatenate([shift_scores[cont.pos] + cont.lp, end_scores[last],
+                                            end_scores[first.pos] + first.lp]),
+                         end_scores[pos]]))
+        new = new.take(numpy.flatnonzero(new.score > NEG_INF))
+        shifted = _Shifted.concat([self.shifted, new])
+        self.shifted = shifted.take(top_per_group(shifted.seg, shifted.score, self.width))
         # labelled actions (top-k labels) and plain ones make the new agenda
         # (the round popped all of the old one)
         at_rows, actions, labels, states, totals = [], [], [], [], []
@@ -686,17 +707,17 @@ class _Search:
             states.append(action_states)
             totals.append(scores[r] + act_lp[r, action])
         r = numpy.concatenate(at_rows)
-        agenda = _Items(seg=seg[r], parent=rows[r], action=numpy.concatenate(actions),
-                        label=numpy.concatenate(labels), state=numpy.concatenate(states),
-                        score=numpy.concatenate(totals), seq=self._seq(len(r)))
+        agenda = _Agenda(numpy.array([seg[r], rows[r], numpy.concatenate(actions),
+                                      numpy.concatenate(labels), numpy.concatenate(states)],
+                                     dtype="int64"),
+                         numpy.concatenate(totals)[None])
         # the agenda is pruned to the beam width too: between shifts the
         # search stays best-first among B pending hypotheses; out of budget
         # with nothing shifted, only the single best is followed
         n_seg = len(self.n)
         limit = numpy.where((self.pops > s.max_expansions)
                             & (numpy.bincount(self.shifted.seg, minlength=n_seg) == 0), 1, B)
-        order, rank = _top_per_group(agenda.seg, agenda.score, agenda.seq)
-        self.agenda = agenda.take(order[rank < limit[agenda.seg[order]]])
+        self.agenda = agenda.take(top_per_group(agenda.seg, agenda.score, limit))
         self._compact_pool()
 
     # -- ending a word step -------------------------------------------------------
@@ -708,31 +729,32 @@ class _Search:
         in_step[segs] = True
         sh = self.shifted
         mine = in_step[sh.seg]
-        # the shifted table is kept sorted by segment, best first (see _expand)
-        new, self.shifted = sh.take(numpy.nonzero(mine)[0]), sh.take(numpy.nonzero(~mine)[0])
+        new, self.shifted = sh.take(numpy.flatnonzero(mine)), sh.take(numpy.flatnonzero(~mine))
         if numpy.bincount(new.seg, minlength=n_seg)[segs].min() == 0:
             raise RuntimeError("beam search lost all hypotheses")  # not with legal decisions
         h = self.hyps
         p = new.parent
         tok = self.base[new.seg] + self.j[new.seg]  # the token just shifted
-        handles = numpy.full(len(new), -1, dtype="int64")
-        offset, start_score, done = h.offset[p], h.start_score[p], h.done[p]  # copies
-        go_on = numpy.nonzero(new.kind == CONT)[0]
+        # the new beam: its parents' offsets, start scores and finished sentences
+        beam = h.take(p)
+        beam.score = new.score
+        handles, offset, start_score, done = beam.handle, beam.offset, beam.start_score, beam.objs
+        go_on = numpy.flatnonzero(new.kind == CONT)
         if len(go_on):
             handles[go_on] = self.states.shift(
                 h.handle[p[go_on]], new.state[go_on].astype("int32"),
                 self.words.row(tok[go_on] + 1, new.tag[go_on], new.bundle[go_on]))
-        ending = numpy.nonzero(new.kind != CONT)[0]
+        ending = numpy.flatnonzero(new.kind != CONT)
         for i in ending:  # one per surviving sentence end
             done[i] = self._finish(int(p[i]), int(tok[i] - self.base[new.seg[i]]),
                                    float(new.end_score[i]))
-        last = numpy.nonzero(new.kind == END)[0]
+        last = numpy.flatnonzero(new.kind == END)
         if len(last):
             empty = numpy.full((len(last), WORD_ROW_WIDTH), -1, dtype="int32")
             handles[last] = self.states.shift(h.handle[p[last]], numpy.full(len(last), -1, "int32"),
                                               empty)
             start_score[last] = new.end_score[last]
-        nxt = numpy.nonzero(new.kind == NEXT)[0]
+        nxt = numpy.flatnonzero(new.kind == NEXT)
         if len(nxt):
             handles[nxt] = self.states.start(
                 new.state[nxt].astype("int32"),
@@ -742,21 +764,19 @@ class _Search:
         # the steps' configurations are no longer needed
         old = in_step[h.seg]
         self.states.release(h.handle[old])
-        keep = numpy.nonzero(~old)[0]
+        keep = numpy.flatnonzero(~old)
         remap = numpy.full(len(h), -1, dtype="int64")
         remap[keep] = numpy.arange(len(keep))
-        beam = _Items(handle=handles, score=new.score, seg=new.seg, offset=offset,
-                      start_score=start_score, done=done)
-        self.hyps = _Items.concat([h.take(keep), beam])
+        self.hyps = _Hypotheses.concat([h.take(keep), beam])
         self.agenda.parent = remap[self.agenda.parent]
         self.shifted.parent = remap[self.shifted.parent]
         self.j[segs] += 1
         self.pops[segs] = 0
         finished = in_step & (self.j >= self.n)
         if finished.any():
-            self._finish_segments(numpy.nonzero(finished)[0])
-        going = numpy.nonzero(~finished[self.hyps.seg] & in_step[self.hyps.seg])[0]
-        self.agenda = _Items.concat([self.agenda, self._beam_items(going)])
+            self._finish_segments(numpy.flatnonzero(finished))
+        going = numpy.flatnonzero(~finished[self.hyps.seg] & in_step[self.hyps.seg])
+        self.agenda = _Agenda.concat([self.agenda, self._beam_items(going)])
 
     def _finish(self, row: int, last_tok: int, end_score: float):
         """Hypothesis ``row``'s finished sentences plus its current one, which
@@ -768,16 +788,16 @@ class _Search:
             analysis.update(tags=None, bundles=None)
         sent = ParsedSentence(int(h.offset[row]), logprob=end_score - float(h.start_score[row]),
                               **analysis)
-        return (h.done[row], sent)
+        return (h.objs[row], sent)
 
     def _finish_segments(self, segs: numpy.ndarray) -> None:
         h = self.hyps
         for seg in segs:
-            rows = numpy.nonzero(h.seg == seg)[0]
+            rows = numpy.flatnonzero(h.seg == seg)
             rows = rows[numpy.argsort(-h.score[rows], kind="stable")]
             if not len(rows):  # cannot happen with legal decisions; keep the guard explicit
                 raise RuntimeError("beam search lost all hypotheses")
-            kbest = [(float(h.score[r]), _unroll(h.done[r])) for r in rows]
+            kbest = [(float(h.score[r]), _unroll(h.objs[r])) for r in rows]
             scores = h.score[rows]
             mx = scores.max()
             self.results[seg] = SegmentParse(
@@ -788,7 +808,7 @@ class _Search:
         gone[segs] = True
         gone = gone[h.seg]
         self.states.release(h.handle[gone])
-        keep = numpy.nonzero(~gone)[0]
+        keep = numpy.flatnonzero(~gone)
         remap = numpy.full(len(h), -1, dtype="int64")
         remap[keep] = numpy.arange(len(keep))
         self.hyps = h.take(keep)

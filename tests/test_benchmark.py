@@ -515,8 +515,11 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     long_doc = result["scale"]["long_document"]
     assert long_doc["tokens"] == 40 and long_doc["sentences"] >= 1
     assert long_doc["words_per_second"] > 0 and long_doc["peak_memory_bytes"] > 0
-    assert [p["beam"] for p in result["scale"]["processes"]] == [None, 1, 10]  # spaCy first
-    assert all(p["identical"] for p in result["scale"]["processes"])
+    processes = result["scale"]["processes"]
+    assert [(p["input"], p["beam"]) for p in processes] == [  # spaCy first
+        ("gold", None), ("gold", 1), ("gold", 10), ("text", None), ("text", 1), ("text", 10)]
+    assert all(p["identical"] and p["words_per_second_2"] > 0 for p in processes)
+    assert processes[4]["words"] == processes[3]["words"] > 0  # the same tokenizer
     assert result["scale"]["update"]["docs"] == 2 and result["scale"]["update"]["words_per_second"] > 0
     paths = bm.write_benchmark(result, tmp_path)
     md = paths["md"].read_text(encoding="utf8")

@@ -508,33 +508,43 @@ def update_speed(nlp, pipe_name: str, train_path: Path, n_docs: int, batch_docs:
 
 
 def process_speedup(nlp, components: List[str], refs, n_process: int, batch_size: int,
-                    beam: Optional[int], relax: bool = False) -> dict:
-    """``components`` of ``nlp`` (isbn_parser at ``beam``, or spaCy's parser:
-    beam None) through ``nlp.pipe`` in one process and in ``n_process``, gold
-    tags: words/sec of each and whether the outputs are identical.  A
-    process parses a batch at a time, so both use batches of at most a
-    ``2 * n_process``-th of the docs, giving each process two (the same
-    batches, as floating-point sums depend on what is batched together)."""
+                    beam: Optional[int], relax: bool = False, *, isbn: str = ISBN,
+                    text: bool = False, repeats: int = 2) -> dict:
+    """``components`` of ``nlp`` (with ``isbn`` at ``beam``, or spaCy's parser:
+    beam None) through ``nlp.pipe`` in one process and in ``n_process``:
+    words/sec of each and whether the outputs are identical.  The input is
+    gold-tagged docs, or with ``text`` the refs' texts as strings (the
+    tokenizer and whole pipeline run in the workers, as for a user's raw
+    text).  A process parses a batch at a time, so both use batches of at
+    most a ``2 * n_process``-th of the docs, giving each process two (the
+    same batches, as floating-point sums depend on what is batched
+    together).  Each figure is the best of ``repeats`` runs, one and
+    ``n_process`` processes alternating, as the machine's speed drifts."""
     if beam is not None:
-        nlp.get_pipe(ISBN).cfg["beam_width"] = beam
-    n_words = sum(len(d) for d in refs)
+        nlp.get_pipe(isbn).cfg["beam_width"] = beam
     size = min(batch_size, -(-len(refs) // (2 * n_process)))
-    out = {"n_process": n_process, "beam": beam, "batch_size": size,
-           "parser": ISBN if beam is not None else SPACY}
-    parses = {}
+    out = {"n_process": n_process, "beam": beam, "batch_size": size, "repeats": repeats,
+           "input": "text" if text else "gold", "parser": ISBN if beam is not None else SPACY}
+    parses, seconds = {}, {1: [], n_process: []}
     with nlp.select_pipes(enable=components):
-        for n in (1, n_process):
-            docs = _inputs(refs, "gold", relax and beam is None)
-            gc.collect()
-            start = time.perf_counter()
-            parses[n] = [[(t.head.i, t.dep_) for t in d]
-                         + ([d._.isbn_logprob] if beam is not None else [])
-                         for d in nlp.pipe(docs, batch_size=size, n_process=n)]
-            out[f"words_per_second_{n}"] = n_words / (time.perf_counter() - start)
+        for _ in range(repeats):
+            for n in (1, n_process):
+                inputs = ([d.text for d in refs] if text
+                          else _inputs(refs, "gold", relax and beam is None))
+                gc.collect()
+                start = time.perf_counter()
+                docs = list(nlp.pipe(inputs, batch_size=size, n_process=n))
+                seconds[n].append(time.perf_counter() - start)
+                parses[n] = [[(t.text, t.head.i, t.dep_) for t in d]
+                             + ([d._.isbn_logprob] if beam is not None else []) for d in docs]
+    n_words = sum(len(d) for d in docs)
+    for n in (1, n_process):
+        out[f"words_per_second_{n}"] = n_words / min(seconds[n])
+    out["words"] = n_words
     out["speedup"] = out[f"words_per_second_{n_process}"] / out["words_per_second_1"]
     out["identical"] = parses[1] == parses[n_process]
-    _log(f"[processes] {out['parser']} beam {beam}: x{out['speedup']:.2f} with {n_process}, "
-         f"identical {out['identical']}")
+    _log(f"[processes] {out['parser']} beam {beam}, {out['input']}: x{out['speedup']:.2f} with "
+         f"{n_process}, identical {out['identical']}")
     return out
 
 
@@ -764,6 +774,16 @@ def run_benchmark(
         scale["processes"] = [
             process_speedup(nlp, tok2vecs + [parser], refs, processes, batch_size, None, multiroot)
         ] + [process_speedup(nlp, [ISBN], refs, processes, batch_size, b) for b in (1, 10)]
+        if raw is not None:
+            # a user's raw text: strings through each whole pipeline
+            isbn_text = _raw_isbn_system(isbn_nlp, raw_isbn, 1, "pipeline")
+            scale["processes"].append(process_speedup(
+                nlp, baseline_pipeline, raw_refs, processes, batch_size, None, text=True))
+            if "error" not in isbn_text:
+                raw_isbn.cfg.update(isbn_text["cfg"])
+                scale["processes"] += [
+                    process_speedup(isbn_nlp, isbn_text["components"], raw_refs, processes,
+                                    batch_size, b, isbn=isbn_src, text=True) for b in (1, 10)]
     if train_path is not None and Path(train_path).exists() and train_docs:
         scale["update"] = update_speed(nlp, ISBN, Path(train_path), train_docs)
     for pipe in (isbn, raw_isbn):
@@ -952,8 +972,14 @@ def _scale_section(scale: dict) -> List[str]:
                 f"{_fmt_wps(u['words_per_second'])} words/s.", ""]
     if scale.get("processes"):
         out += ["## Processes", ""]
-        header = ["Parser", "1 process words/s", "n processes words/s", "Speed-up", "Identical"]
-        rows = [[system_name(p.get("parser", ISBN), p["beam"], "gold"),
+        out += ["The same batches in one and n processes (at most a 2n-th of the docs "
+                "each), best of the repeated runs: gold-tagged docs through the parser alone, "
+                "and raw text (strings) through each whole pipeline.", ""]
+        header = ["Parser", "Input", "1 process words/s", "n processes words/s", "Speed-up",
+                  "Identical"]
+        rows = [[raw_system_name(p["beam"], "pipeline") if p.get("input") == "text"
+                 else system_name(p.get("parser", ISBN), p["beam"], "gold"),
+                 "raw text" if p.get("input") == "text" else "gold-tagged docs",
                  _fmt_wps(p["words_per_second_1"]),
                  _fmt_wps(p[f"words_per_second_{p['n_process']}"]),
                  f"x{p['speedup']:.2f} ({p['n_process']})", str(p["identical"])]

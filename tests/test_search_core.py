@@ -159,6 +159,67 @@ def test_counts_and_kth_of_a_sorted_table():
     assert kth.tolist() == [-2.0, -numpy.inf, -numpy.inf, -4.0, -numpy.inf]
 
 
+def test_keep_top_is_concatenation_then_top_per_group():
+    from spacy_isbn.search._select import keep_top, top_per_group
+
+    rng = numpy.random.default_rng(2)
+    limit = numpy.array([2, 0, 3, 1], dtype="int64")
+    tables = []
+    for n in (5, 0, 9):
+        ints = numpy.stack([rng.integers(0, 4, n), rng.integers(0, 100, n)]).astype("int64")
+        floats = rng.integers(-3, 1, (1, n)).astype("float64")
+        tables.append((ints, floats))
+    tables.append((numpy.zeros((2, 8), "int64")[:, :3] + 3, numpy.full((1, 3), -1.0)))  # a strided view
+    ints, floats = keep_top(tables, 0, 0, limit)
+    all_ints = numpy.concatenate([t[0] for t in tables], axis=1)
+    all_floats = numpy.concatenate([t[1] for t in tables], axis=1)
+    kept = top_per_group(all_ints[0].copy(), all_floats[0].copy(), limit)
+    assert ints.tolist() == all_ints[:, kept].tolist()
+    assert floats.tolist() == all_floats[:, kept].tolist()
+
+
+def test_shift_rows_file_each_outcome_once():
+    from types import SimpleNamespace
+
+    from spacy_isbn.search._select import CONT, END, NEXT, shift_rows
+
+    def cands(pos, lp, tag):
+        pos = numpy.array(pos, dtype="int64")
+        return SimpleNamespace(pos=pos, lp=numpy.array(lp, dtype="float32"), tag=numpy.array(tag),
+                               bundle=numpy.array(tag) + 10, state=pos + 100)
+
+    seg, rows = numpy.array([0, 0, 1], dtype="int64"), numpy.array([4, 5, 6], dtype="int64")
+    shift = numpy.array([-1.0, -2.0, -3.0])
+    end = numpy.array([-1.5, -numpy.inf, -3.5])
+    has_next = numpy.array([1, 1, 0], dtype="uint8")
+    cont = cands([0, 1, 1], [-0.5, -numpy.inf, -0.25], [7, 8, 9])  # the -inf one is left out
+    first = cands([0], [-0.75], [3])
+    ints, floats = shift_rows(seg, rows, shift, end, has_next, cont, first)
+    assert ints.T.tolist() == [[0, 4, CONT, 7, 17, 100], [0, 5, CONT, 9, 19, 101],
+                               [1, 6, END, -1, -1, -1], [0, 4, NEXT, 3, 13, 100]]
+    assert floats.T.tolist() == [[-1.5, -1.5], [-2.25, -numpy.inf], [-3.5, -3.5], [-2.25, -1.5]]
+
+
+def test_decision_rows_keep_allowed_labelled_and_plain_decisions():
+    from spacy_isbn.search._select import decision_rows
+
+    seg, rows = numpy.array([0, 1], dtype="int64"), numpy.array([3, 4], dtype="int64")
+    scores = numpy.array([-1.0, -2.0])
+    act_lp = numpy.log(numpy.array([[0.5, 0.25, 0.25], [0.5, 0.5, 1e-9]], dtype="float32"))
+    allowed = numpy.array([[1, 1, 1], [1, 0, 1]], dtype="uint8")
+    at = numpy.array([0, 1], dtype="int64")
+    labels = numpy.array([[5, 6], [7, 8]], dtype="int64")
+    label_lp = numpy.array([[-0.5, -numpy.inf], [-0.5, -1.0]])
+    states = numpy.broadcast_to(numpy.array([[20], [21]], dtype="int64"), (2, 2))
+    parts = [(1, at, labels, label_lp, states), (2, at, None, None, numpy.array([30, 31]))]
+    ints, floats = decision_rows(seg, rows, scores, act_lp, allowed, parts)
+    # row 1 may not take action 1; label 6 of row 0 is impossible
+    assert ints.T.tolist() == [[0, 3, 1, 5, 20], [0, 3, 2, -1, 30], [1, 4, 2, -1, 31]]
+    expected = [-1.0 + float(act_lp[0, 1]) - 0.5, -1.0 + float(act_lp[0, 2]),
+                -2.0 + float(act_lp[1, 2])]
+    assert floats[0].tolist() == expected
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_word_head_picks_are_two_log_softmaxes(dtype):
     from spacy_isbn.model._kernels import picked_log_softmax2

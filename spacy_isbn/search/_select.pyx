@@ -1,13 +1,22 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The search's selections: the best entries of each group (segment).
+"""The search's compiled bookkeeping: filing a round's successors into the
+tables and selecting the best entries of each group (segment).
 
-Called several times per round on every pending and shifted entry, so they
-are compiled: one stable merge sort by (group, score descending, position),
-and the per-group counts and k-th best scores of a table kept in that order."""
+Run on every pending and shifted entry each round, where a sequence of
+numpy calls would cost more than the work: one stable merge sort by (group,
+score descending, position), the per-group counts and k-th best scores of a
+table kept in that order, and the rows of a round's Shifts and decisions
+built in one pass each (column orders: ``_Shifted`` and ``_Agenda`` in
+:mod:`.beam`)."""
 import numpy
 
 from libc.math cimport INFINITY
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
+from libc.string cimport memcpy
+
+# outcomes of a Shift: the sentence goes on, the segment's last sentence ends,
+# a sentence ends and the next one starts
+CONT, END, NEXT = 0, 1, 2
 
 
 cdef inline bint _before(int64_t a, int64_t b, const int64_t* group,
@@ -19,57 +28,104 @@ cdef inline bint _before(int64_t a, int64_t b, const int64_t* group,
     return score[a] > score[b]
 
 
+cdef Py_ssize_t _sort_top(Py_ssize_t n, const int64_t* g, const double* s, const int64_t* limit,
+                          int64_t* order, int64_t* buffer) noexcept nogil:
+    """Sorts ``order`` (0..n-1 on entry) by (group, score descending,
+    position) and keeps the first ``limit[g]`` of each group at its front;
+    returns how many are kept.  ``buffer``: n entries of scratch."""
+    cdef Py_ssize_t width = 1, lo, mid, hi, i, j, k, rank = 0, kept = 0
+    cdef int64_t* src = order
+    cdef int64_t* dst = buffer
+    cdef int64_t* tmp
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _before(src[j], src[i], g, s):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo = hi
+        tmp = src
+        src = dst
+        dst = tmp
+        width *= 2
+    for i in range(n):
+        rank = rank + 1 if i and g[src[i]] == g[src[i - 1]] else 0
+        if rank < limit[g[src[i]]]:
+            src[kept] = src[i]
+            kept += 1
+    if src != order:
+        memcpy(order, src, kept * sizeof(int64_t))
+    return kept
+
+
 def top_per_group(const int64_t[::1] group, const double[::1] score, const int64_t[::1] limit):
     """Indices of the entries kept, sorted by group, best score first (ties:
     the earlier entry), at most ``limit[g]`` of each group ``g``."""
-    cdef Py_ssize_t n = group.shape[0], width, lo, mid, hi, i, j, k, rank, kept
+    cdef Py_ssize_t n = group.shape[0], kept
     order_arr = numpy.arange(n, dtype="int64")
+    if n == 0:
+        return order_arr
     buffer_arr = numpy.empty(n, dtype="int64")
     cdef int64_t[::1] order = order_arr, buffer = buffer_arr
-    cdef int64_t* src = &order[0] if n else NULL
-    cdef int64_t* dst = &buffer[0] if n else NULL
-    cdef int64_t* tmp
-    cdef const int64_t* g = &group[0] if n else NULL
-    cdef const double* s = &score[0] if n else NULL
     with nogil:
-        width = 1
-        while width < n:
-            lo = 0
-            while lo < n:
-                mid = min(lo + width, n)
-                hi = min(lo + 2 * width, n)
-                i, j, k = lo, mid, lo
-                while i < mid and j < hi:
-                    if _before(src[j], src[i], g, s):
-                        dst[k] = src[j]
-                        j += 1
-                    else:
-                        dst[k] = src[i]
-                        i += 1
-                    k += 1
-                while i < mid:
-                    dst[k] = src[i]
-                    i += 1
-                    k += 1
-                while j < hi:
-                    dst[k] = src[j]
-                    j += 1
-                    k += 1
-                lo = hi
-            tmp = src
-            src = dst
-            dst = tmp
-            width *= 2
-        # keep the first limit[g] of each group, in place
-        kept = 0
-        rank = 0
-        for i in range(n):
-            rank = rank + 1 if i and g[src[i]] == g[src[i - 1]] else 0
-            if rank < limit[g[src[i]]]:
-                src[kept] = src[i]
-                kept += 1
-    out = order_arr if n == 0 or src == &order[0] else buffer_arr
-    return out[:kept]
+        kept = _sort_top(n, &group[0], &score[0], &limit[0], &order[0], &buffer[0])
+    return order_arr[:kept]
+
+
+def keep_top(tables, Py_ssize_t group_row, Py_ssize_t score_row, const int64_t[::1] limit):
+    """The rows of ``tables`` (pairs of column-major int64 and float64
+    matrices, taken as one table in order) that :func:`top_per_group` keeps
+    by int row ``group_row`` and float row ``score_row``, as one new pair."""
+    cdef list parts = list(tables)
+    cdef Py_ssize_t n_ints = parts[0][0].shape[0], n_floats = parts[0][1].shape[0]
+    cdef Py_ssize_t n = sum(p[0].shape[1] for p in parts), offset = 0, size, c, i, kept
+    group_arr, score_arr = numpy.empty(n, dtype="int64"), numpy.empty(n, dtype="float64")
+    order_arr, buffer_arr = numpy.arange(n, dtype="int64"), numpy.empty(n, dtype="int64")
+    source_arr = numpy.empty(n, dtype="int64")  # each entry's part
+    cdef int64_t[::1] group = group_arr, order = order_arr, buffer = buffer_arr
+    cdef int64_t[::1] source = source_arr
+    cdef double[::1] score = score_arr
+    cdef const int64_t[:, :] ints
+    cdef const double[:, :] floats
+    for p, (ints, floats) in enumerate(parts):
+        size = ints.shape[1]
+        for i in range(size):
+            group[offset + i] = ints[group_row, i]
+            score[offset + i] = floats[score_row, i]
+            source[offset + i] = p
+        offset += size
+    kept = _sort_top(n, &group[0], &score[0], &limit[0], &order[0], &buffer[0]) if n else 0
+    out_ints = numpy.empty((n_ints, kept), dtype="int64")
+    out_floats = numpy.empty((n_floats, kept), dtype="float64")
+    cdef int64_t[:, ::1] oi = out_ints
+    cdef double[:, ::1] of = out_floats
+    starts = numpy.cumsum([0] + [p[0].shape[1] for p in parts])
+    for p, (ints, floats) in enumerate(parts):
+        offset = starts[p]
+        for i in range(kept):
+            if source[order[i]] != p:
+                continue
+            for c in range(n_ints):
+                oi[c, i] = ints[c, order[i] - offset]
+            for c in range(n_floats):
+                of[c, i] = floats[c, order[i] - offset]
+    return out_ints, out_floats
 
 
 def counts_and_kth(const int64_t[::1] group, const double[::1] score, Py_ssize_t n_groups,
@@ -88,3 +144,96 @@ def counts_and_kth(const int64_t[::1] group, const double[::1] score, Py_ssize_t
             if rank == k - 1:
                 kth[group[i]] = score[i]
     return count_arr, kth_arr
+
+
+def shift_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1] shift_score,
+               const double[::1] end_score, const uint8_t[::1] has_next, cont, first):
+    """The Shifts of a round's hypotheses (``seg``, table ``rows``; their
+    scores after the word action, and after ending the sentence where it may
+    end, else -inf) as ``_Shifted``'s (ints, floats): generating the next
+    word, per candidate of ``cont`` (CONT); ending the segment's last sentence
+    (END); ending a sentence and generating the next one's first word, per
+    candidate of ``first`` (NEXT).  Shifts scored -inf are left out."""
+    cdef const int64_t[::1] c_pos = cont.pos, c_tag = cont.tag, c_bundle = cont.bundle
+    cdef const int64_t[::1] c_state = cont.state, f_pos = first.pos, f_tag = first.tag
+    cdef const int64_t[::1] f_bundle = first.bundle, f_state = first.state
+    cdef const double[::1] c_lp = numpy.asarray(cont.lp, dtype="float64")
+    cdef const double[::1] f_lp = numpy.asarray(first.lp, dtype="float64")
+    cdef Py_ssize_t n = c_pos.shape[0] + seg.shape[0] + f_pos.shape[0], i, q, k = 0
+    out_ints = numpy.empty((6, n), dtype="int64")
+    out_floats = numpy.empty((2, n), dtype="float64")
+    cdef int64_t[:, ::1] oi = out_ints
+    cdef double[:, ::1] of = out_floats
+    cdef double score
+    with nogil:
+        for i in range(c_pos.shape[0]):
+            q = c_pos[i]
+            score = shift_score[q] + c_lp[i]
+            if score > -INFINITY:
+                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], 0
+                oi[3, k], oi[4, k], oi[5, k] = c_tag[i], c_bundle[i], c_state[i]
+                of[0, k], of[1, k] = score, end_score[q]
+                k += 1
+        for q in range(seg.shape[0]):
+            if end_score[q] > -INFINITY and not has_next[q]:
+                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], 1
+                oi[3, k], oi[4, k], oi[5, k] = -1, -1, -1
+                of[0, k], of[1, k] = end_score[q], end_score[q]
+                k += 1
+        for i in range(f_pos.shape[0]):
+            q = f_pos[i]
+            score = end_score[q] + f_lp[i]
+            if score > -INFINITY:
+                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], 2
+                oi[3, k], oi[4, k], oi[5, k] = f_tag[i], f_bundle[i], f_state[i]
+                of[0, k], of[1, k] = score, end_score[q]
+                k += 1
+    return out_ints[:, :k], out_floats[:, :k]
+
+
+def decision_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1] scores,
+                  const float[:, ::1] act_lp, const uint8_t[:, ::1] allowed, list parts):
+    """The agenda entries of a round's decisions other than the word's, as
+    ``_Agenda``'s (ints, floats), in the order of ``parts``: per part
+    ``(action, at, labels, label_lp, states)``, the hypotheses ``at`` (rows
+    of ``seg``, ``rows`` and ``scores``) take ``action`` with each of their
+    ``labels`` (None: a plain action, ``states`` then one per hypothesis).
+    Only decisions ``allowed`` are kept, and none scored -inf."""
+    cdef Py_ssize_t n = 0, i, j, K, k = 0
+    cdef int64_t action, r
+    cdef const int64_t[::1] at
+    cdef const int64_t[:, :] labels
+    cdef const double[:, :] label_lp
+    cdef const int64_t[:, :] states2
+    cdef const int64_t[:] states1
+    cdef double base, score
+    for part in parts:
+        n += part[1].shape[0] * (1 if part[2] is None else part[2].shape[1])
+    out_ints = numpy.empty((5, n), dtype="int64")
+    out_floats = numpy.empty((1, n), dtype="float64")
+    cdef int64_t[:, ::1] oi = out_ints
+    cdef double[:, ::1] of = out_floats
+    for part in parts:
+        action, at = part[0], part[1]
+        plain = part[2] is None
+        if plain:
+            states1 = part[4]
+            K = 1
+        else:
+            labels, label_lp, states2 = part[2], part[3], part[4]
+            K = labels.shape[1]
+        for i in range(at.shape[0]):
+            r = at[i]
+            if not allowed[r, action]:
+                continue
+            base = scores[r] + act_lp[r, action]
+            for j in range(K):
+                score = base if plain else base + label_lp[i, j]
+                if not score > -INFINITY:
+                    continue
+                oi[0, k], oi[1, k], oi[2, k] = seg[r], rows[r], action
+                oi[3, k] = -1 if plain else labels[i, j]
+                oi[4, k] = states1[i] if plain else states2[i, j]
+                of[0, k] = score
+                k += 1
+    return out_ints[:, :k], out_floats[:, :k]

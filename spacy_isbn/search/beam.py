@@ -39,12 +39,9 @@ from ..model.isbn import ISBNScorer
 from ..transitions._arc_eager import WORD_ROW_WIDTH
 from ..transitions.arc_eager import ARC_EAGER
 from ..transitions.system import TransitionSpec
-from ._select import counts_and_kth, top_per_group
+from ._select import CONT, END, NEXT, counts_and_kth, decision_rows, keep_top, shift_rows, top_per_group
 
 NEG_INF = -numpy.inf
-# outcomes of a Shift: the sentence goes on, the segment's last sentence ends,
-# a sentence ends and the next one starts
-CONT, END, NEXT = 0, 1, 2
 
 
 @dataclass
@@ -665,59 +662,30 @@ class _Search:
         s.timing["array_seconds"] += time.perf_counter() - start
         # normalised over Phi as in training; decisions that would leave the
         # sentence unfinishable at its known last word are only filtered out
-        act_lp = numpy.where(req["allowed"], out["act"], NEG_INF)
-        shift_scores = scores + act_lp[:, spec.word_action]
+        word = spec.word_action
+        shift_scores = numpy.where(req["allowed"][:, word], scores + out["act"][:, word], NEG_INF)
         end_scores = numpy.where(may_end, shift_scores + out["end"], NEG_INF)
-        # Shifts: generating the next word (CONT), ending the segment's last
-        # sentence (END: nothing more to generate), ending a sentence and
-        # generating the next one's first word (NEXT); all in one table
-        cont, first = out["cont"], out["first"]
-        last = numpy.flatnonzero((end_scores > NEG_INF) & ~has_next)
-        none = numpy.full(len(last), -1)
-        pos = numpy.concatenate([cont.pos, last, first.pos])
-        kind = numpy.full(len(pos), CONT)
-        kind[len(cont.pos):] = END
-        kind[len(cont.pos) + len(last):] = NEXT
-        new = _Shifted(
-            numpy.array([seg[pos], rows[pos], kind,
-                         numpy.concatenate([cont.tag, none, first.tag]),
-                         numpy.concatenate([cont.bundle, none, first.bundle]),
-                         numpy.concatenate([cont.state, none, first.state])], dtype="int64"),
-            numpy.array([numpy.concatenate([shift_scores[cont.pos] + cont.lp, end_scores[last],
-                                            end_scores[first.pos] + first.lp]),
-                         end_scores[pos]]))
-        new = new.take(numpy.flatnonzero(new.score > NEG_INF))
-        shifted = _Shifted.concat([self.shifted, new])
-        self.shifted = shifted.take(top_per_group(shifted.seg, shifted.score, self.width))
+        # Shifts (generating the next word, ending the segment's last sentence,
+        # or ending a sentence and generating the next one's first word) join
+        # the shifted table
+        new = shift_rows(seg, rows, shift_scores, end_scores, has_next.view("uint8"),
+                         out["cont"], out["first"])
+        self.shifted = _Shifted(*keep_top([(self.shifted.ints, self.shifted.floats), new], 0, 0,
+                                          self.width))
         # labelled actions (top-k labels) and plain ones make the new agenda
-        # (the round popped all of the old one)
-        at_rows, actions, labels, states, totals = [], [], [], [], []
-        for action, (at, top, top_lp, action_states) in out["labelled"].items():
-            total = (scores[at] + act_lp[at, action])[:, None] + top_lp
-            i, k = numpy.nonzero(total > NEG_INF)
-            at_rows.append(at[i])
-            actions.append(numpy.full(len(i), action))
-            labels.append(top[i, k])
-            states.append(numpy.asarray(action_states)[i, k])
-            totals.append(total[i, k])
-        for action, (r, action_states) in out["plain"].items():
-            at_rows.append(r)
-            actions.append(numpy.full(len(r), action))
-            labels.append(numpy.full(len(r), -1))
-            states.append(action_states)
-            totals.append(scores[r] + act_lp[r, action])
-        r = numpy.concatenate(at_rows)
-        agenda = _Agenda(numpy.array([seg[r], rows[r], numpy.concatenate(actions),
-                                      numpy.concatenate(labels), numpy.concatenate(states)],
-                                     dtype="int64"),
-                         numpy.concatenate(totals)[None])
-        # the agenda is pruned to the beam width too: between shifts the
-        # search stays best-first among B pending hypotheses; out of budget
-        # with nothing shifted, only the single best is followed
-        n_seg = len(self.n)
+        # (the round popped all of the old one); it is pruned to the beam
+        # width too: between shifts the search stays best-first among B
+        # pending hypotheses; out of budget with nothing shifted, only the
+        # single best is followed
+        parts = [(action, at, top, top_lp, action_states)
+                 for action, (at, top, top_lp, action_states) in out["labelled"].items()]
+        parts += [(action, at, None, None, action_states)
+                  for action, (at, action_states) in out["plain"].items()]
         limit = numpy.where((self.pops > s.max_expansions)
-                            & (numpy.bincount(self.shifted.seg, minlength=n_seg) == 0), 1, B)
-        self.agenda = agenda.take(top_per_group(agenda.seg, agenda.score, limit))
+                            & (numpy.bincount(self.shifted.seg, minlength=len(self.n)) == 0), 1, B)
+        self.agenda = _Agenda(*keep_top([decision_rows(seg, rows, scores, out["act"],
+                                                       req["allowed"].view("uint8"), parts)],
+                                        0, 0, limit))
         self._compact_pool()
 
     # -- ending a word step -------------------------------------------------------

@@ -220,6 +220,30 @@ def test_decision_rows_keep_allowed_labelled_and_plain_decisions():
     assert floats[0].tolist() == expected
 
 
+def test_rows_in_groups_splits_in_order():
+    from spacy_isbn.search._select import rows_in_groups
+
+    inside, outside = rows_in_groups(numpy.array([2, 0, 1, 2, 1], dtype="int64"),
+                                     numpy.array([0, 1, 1], dtype="uint8"))
+    assert inside.tolist() == [0, 2, 3, 4] and outside.tolist() == [1]
+
+
+def test_fronts_say_where_each_word_step_stands():
+    from spacy_isbn.search._select import fronts
+
+    # two segments of 3 and 2 tokens; segment 0 is at its second token, whose
+    # sentence end is open; segment 1 at its last token, which must end one
+    n, base, j = (numpy.array(v, dtype="int64") for v in ([3, 2], [0, 3], [1, 1]))
+    must = numpy.array([0, 0, 1, 0, 1], dtype="uint8")
+    may = numpy.array([0, 1, 1, 0, 1], dtype="uint8")
+    seg, offset = numpy.array([0, 0, 1], dtype="int64"), numpy.array([0, 1, 0], dtype="int64")
+    must_end, may_end, has_next, next_tok, start_tok = fronts(seg, offset, j, n, base, must, may, 2)
+    # the first hypothesis's sentence has 2 tokens: at the maximum it must end
+    assert must_end.tolist() == [1, 0, 1] and may_end.tolist() == [1, 1, 1]
+    assert has_next.tolist() == [1, 1, 0]
+    assert next_tok.tolist() == [-1, 2, -1] and start_tok.tolist() == [2, 2, -1]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_word_head_picks_are_two_log_softmaxes(dtype):
     from spacy_isbn.model._kernels import picked_log_softmax2

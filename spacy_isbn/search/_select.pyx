@@ -88,43 +88,43 @@ def top_per_group(const int64_t[::1] group, const double[::1] score, const int64
     return order_arr[:kept]
 
 
-def keep_top(tables, Py_ssize_t group_row, Py_ssize_t score_row, const int64_t[::1] limit):
+def keep_top(list tables, Py_ssize_t group_row, Py_ssize_t score_row, const int64_t[::1] limit):
     """The rows of ``tables`` (pairs of column-major int64 and float64
     matrices, taken as one table in order) that :func:`top_per_group` keeps
     by int row ``group_row`` and float row ``score_row``, as one new pair."""
-    cdef list parts = list(tables)
-    cdef Py_ssize_t n_ints = parts[0][0].shape[0], n_floats = parts[0][1].shape[0]
-    cdef Py_ssize_t n = sum(p[0].shape[1] for p in parts), offset = 0, size, c, i, kept
-    group_arr, score_arr = numpy.empty(n, dtype="int64"), numpy.empty(n, dtype="float64")
-    order_arr, buffer_arr = numpy.arange(n, dtype="int64"), numpy.empty(n, dtype="int64")
-    source_arr = numpy.empty(n, dtype="int64")  # each entry's part
-    cdef int64_t[::1] group = group_arr, order = order_arr, buffer = buffer_arr
-    cdef int64_t[::1] source = source_arr
+    cdef Py_ssize_t n_ints = tables[0][0].shape[0], n_floats = tables[0][1].shape[0]
+    cdef Py_ssize_t n = 0, offset = 0, c, i, kept, p
+    for pair in tables:
+        n += pair[0].shape[1]
+    keys_arr = numpy.empty((4, n), dtype="int64")  # group, order, scratch, source
+    score_arr = numpy.empty(n, dtype="float64")
+    cdef int64_t[:, ::1] keys = keys_arr
     cdef double[::1] score = score_arr
     cdef const int64_t[:, :] ints
     cdef const double[:, :] floats
-    for p, (ints, floats) in enumerate(parts):
-        size = ints.shape[1]
-        for i in range(size):
-            group[offset + i] = ints[group_row, i]
+    for p in range(len(tables)):
+        ints, floats = tables[p]
+        for i in range(ints.shape[1]):
+            keys[0, offset + i] = ints[group_row, i]
+            keys[1, offset + i] = offset + i
+            keys[3, offset + i] = p
             score[offset + i] = floats[score_row, i]
-            source[offset + i] = p
-        offset += size
-    kept = _sort_top(n, &group[0], &score[0], &limit[0], &order[0], &buffer[0]) if n else 0
+        offset += ints.shape[1]
+    kept = _sort_top(n, &keys[0, 0], &score[0], &limit[0], &keys[1, 0], &keys[2, 0]) if n else 0
     out_ints = numpy.empty((n_ints, kept), dtype="int64")
     out_floats = numpy.empty((n_floats, kept), dtype="float64")
     cdef int64_t[:, ::1] oi = out_ints
     cdef double[:, ::1] of = out_floats
-    starts = numpy.cumsum([0] + [p[0].shape[1] for p in parts])
-    for p, (ints, floats) in enumerate(parts):
-        offset = starts[p]
+    offset = 0
+    for p in range(len(tables)):
+        ints, floats = tables[p]
         for i in range(kept):
-            if source[order[i]] != p:
-                continue
-            for c in range(n_ints):
-                oi[c, i] = ints[c, order[i] - offset]
-            for c in range(n_floats):
-                of[c, i] = floats[c, order[i] - offset]
+            if keys[3, keys[1, i]] == p:
+                for c in range(n_ints):
+                    oi[c, i] = ints[c, keys[1, i] - offset]
+                for c in range(n_floats):
+                    of[c, i] = floats[c, keys[1, i] - offset]
+        offset += ints.shape[1]
     return out_ints, out_floats
 
 
@@ -237,3 +237,51 @@ def decision_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[
                 of[0, k] = score
                 k += 1
     return out_ints[:, :k], out_floats[:, :k]
+
+
+def rows_in_groups(const int64_t[::1] group, const uint8_t[::1] in_set):
+    """Indices of the entries whose group is in the set and of the others,
+    each in order."""
+    cdef Py_ssize_t n = group.shape[0], i, a = 0, b = 0
+    inside_arr, outside_arr = numpy.empty(n, dtype="int64"), numpy.empty(n, dtype="int64")
+    cdef int64_t[::1] inside = inside_arr, outside = outside_arr
+    with nogil:
+        for i in range(n):
+            if in_set[group[i]]:
+                inside[a] = i
+                a += 1
+            else:
+                outside[b] = i
+                b += 1
+    return inside_arr[:a], outside_arr[:b]
+
+
+def fronts(const int64_t[::1] seg, const int64_t[::1] offset, const int64_t[::1] j,
+           const int64_t[::1] n, const int64_t[::1] base, const uint8_t[::1] must_end_after,
+           const uint8_t[::1] may_end_after, int64_t max_sentence_length):
+    """Where each hypothesis's word step stands (its segment ``seg``, its
+    sentence's first token ``offset``; per segment the token ``j`` to be
+    shifted next, its length ``n`` and first token ``base`` in the numbering
+    across segments).  Returns per hypothesis whether its sentence must end
+    with the front, and may (uint8), whether a token is left after it, the
+    token its Shift generates (-1 where the sentence must end or none is
+    left) and the next sentence's first token (-1 where the sentence may not
+    end or none is left)."""
+    cdef Py_ssize_t N = seg.shape[0], i
+    cdef int64_t s, tok
+    flags_arr = numpy.empty((3, N), dtype="uint8")
+    toks_arr = numpy.empty((2, N), dtype="int64")
+    cdef uint8_t[:, ::1] flags = flags_arr
+    cdef int64_t[:, ::1] toks = toks_arr
+    cdef bint must, may, has_next
+    with nogil:
+        for i in range(N):
+            s = seg[i]
+            tok = base[s] + j[s]
+            must = must_end_after[tok] or j[s] + 1 - offset[i] >= max_sentence_length
+            may = may_end_after[tok] or must
+            has_next = j[s] + 1 < n[s]
+            flags[0, i], flags[1, i], flags[2, i] = must, may, has_next
+            toks[0, i] = tok + 1 if has_next and not must else -1
+            toks[1, i] = tok + 1 if has_next and may else -1
+    return flags_arr[0], flags_arr[1], flags_arr[2], toks_arr[0], toks_arr[1]

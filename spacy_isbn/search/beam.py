@@ -39,7 +39,8 @@ from ..model.isbn import ISBNScorer
 from ..transitions._arc_eager import WORD_ROW_WIDTH
 from ..transitions.arc_eager import ARC_EAGER
 from ..transitions.system import TransitionSpec
-from ._select import CONT, END, NEXT, counts_and_kth, decision_rows, keep_top, shift_rows, top_per_group
+from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, fronts, keep_top,
+                      rows_in_groups, shift_rows, top_per_group)
 
 NEG_INF = -numpy.inf
 
@@ -539,8 +540,9 @@ class _Search:
         ends = [e for _, (w, ends) in enumerate(segments) for e in list(ends)[: w.n]]
         last = numpy.zeros(len(self.words.tag), dtype=bool)
         last[self.base + self.n - 1] = True
-        self.must_end = last | numpy.array([e is True for e in ends], dtype=bool)
-        self.may_end = self.must_end | numpy.array([e is None for e in ends], dtype=bool)
+        # per token (uint8): must, and may, a sentence end after it
+        self.must_end = (last | numpy.array([e is True for e in ends], dtype=bool)).view("uint8")
+        self.may_end = self.must_end | numpy.array([e is None for e in ends], dtype="uint8")
         self.j = numpy.zeros(len(segments), dtype="int64")  # the token to be shifted next
         self.pops = numpy.zeros(len(segments), dtype="int64")
         self.width = numpy.full(len(segments), search.beam_width, dtype="int64")
@@ -636,11 +638,9 @@ class _Search:
         h = self.hyps
         N = len(rows)
         seg, scores = h.seg[rows], h.score[rows]
-        tok = self.base[seg] + self.j[seg]  # the front: its Shift generates token tok + 1
-        sentence_length = self.j[seg] + 1 - h.offset[rows]
-        must_end = self.must_end[tok] | (sentence_length >= s.max_sentence_length)
-        may_end = self.may_end[tok] | must_end
-        has_next = self.j[seg] + 1 < self.n[seg]
+        must_end, may_end, has_next, next_tok, start_tok = fronts(
+            seg, h.offset[rows], self.j, self.n, self.base, self.must_end, self.may_end,
+            s.max_sentence_length)
         spec = s.spec
         req = {
             "src": numpy.empty((N, spec.n_relations), "int32"),
@@ -650,13 +650,12 @@ class _Search:
             "end_legal": numpy.empty(N, "uint8"),
             "label_kinds": numpy.empty((N, len(spec.labelled_actions)), "int32"),
         }
-        self.states.describe(h.handle[rows], must_end.astype("uint8"), req["src"], req["feats"],
+        self.states.describe(h.handle[rows], must_end, req["src"], req["feats"],
                              req["masks"], req["allowed"], req["end_legal"], req["label_kinds"])
         for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)
-        req["next_tok"] = numpy.where(~must_end & has_next, tok + 1, -1)
+        req["next_tok"], req["start_tok"] = next_tok, start_tok
         req["floor"] = threshold[seg] - scores
-        req["start_tok"] = numpy.where(may_end & has_next, tok + 1, -1)
         start = time.perf_counter()
         out = s._score(req, self.words, self.pool)
         s.timing["array_seconds"] += time.perf_counter() - start
@@ -664,11 +663,11 @@ class _Search:
         # sentence unfinishable at its known last word are only filtered out
         word = spec.word_action
         shift_scores = numpy.where(req["allowed"][:, word], scores + out["act"][:, word], NEG_INF)
-        end_scores = numpy.where(may_end, shift_scores + out["end"], NEG_INF)
+        end_scores = numpy.where(may_end.view(bool), shift_scores + out["end"], NEG_INF)
         # Shifts (generating the next word, ending the segment's last sentence,
         # or ending a sentence and generating the next one's first word) join
         # the shifted table
-        new = shift_rows(seg, rows, shift_scores, end_scores, has_next.view("uint8"),
+        new = shift_rows(seg, rows, shift_scores, end_scores, has_next,
                          out["cont"], out["first"])
         self.shifted = _Shifted(*keep_top([(self.shifted.ints, self.shifted.floats), new], 0, 0,
                                           self.width))
@@ -693,46 +692,31 @@ class _Search:
         """The shifted candidates of segments ``segs`` become their beams for
         the next word; configurations of the finished steps are freed."""
         n_seg = len(self.n)
-        in_step = numpy.zeros(n_seg, dtype=bool)
-        in_step[segs] = True
-        sh = self.shifted
-        mine = in_step[sh.seg]
-        new, self.shifted = sh.take(numpy.flatnonzero(mine)), sh.take(numpy.flatnonzero(~mine))
-        if numpy.bincount(new.seg, minlength=n_seg)[segs].min() == 0:
+        in_step = numpy.zeros(n_seg, dtype="uint8")
+        in_step[segs] = 1
+        h, sh = self.hyps, self.shifted
+        mine, rest = rows_in_groups(sh.seg, in_step)
+        new, self.shifted = sh.take(mine), sh.take(rest)
+        if not numpy.bincount(new.seg, minlength=n_seg)[segs].all():
             raise RuntimeError("beam search lost all hypotheses")  # not with legal decisions
-        h = self.hyps
         p = new.parent
         tok = self.base[new.seg] + self.j[new.seg]  # the token just shifted
-        # the new beam: its parents' offsets, start scores and finished sentences
+        # the new beam: its parents' handles, offsets, start scores and
+        # finished sentences, then each one's Shift applied
         beam = h.take(p)
         beam.score = new.score
-        handles, offset, start_score, done = beam.handle, beam.offset, beam.start_score, beam.objs
-        go_on = numpy.flatnonzero(new.kind == CONT)
-        if len(go_on):
-            handles[go_on] = self.states.shift(
-                h.handle[p[go_on]], new.state[go_on].astype("int32"),
-                self.words.row(tok[go_on] + 1, new.tag[go_on], new.bundle[go_on]))
+        handles = beam.handle
         ending = numpy.flatnonzero(new.kind != CONT)
-        for i in ending:  # one per surviving sentence end
-            done[i] = self._finish(int(p[i]), int(tok[i] - self.base[new.seg[i]]),
-                                   float(new.end_score[i]))
-        last = numpy.flatnonzero(new.kind == END)
-        if len(last):
-            empty = numpy.full((len(last), WORD_ROW_WIDTH), -1, dtype="int32")
-            handles[last] = self.states.shift(h.handle[p[last]], numpy.full(len(last), -1, "int32"),
-                                              empty)
-            start_score[last] = new.end_score[last]
-        nxt = numpy.flatnonzero(new.kind == NEXT)
-        if len(nxt):
-            handles[nxt] = self.states.start(
-                new.state[nxt].astype("int32"),
-                self.words.row(tok[nxt] + 1, new.tag[nxt], new.bundle[nxt]))
-            offset[nxt] = tok[nxt] + 1 - self.base[new.seg[nxt]]
-            start_score[nxt] = new.end_score[nxt]
+        if len(ending) < len(new):
+            go_on = numpy.flatnonzero(new.kind == CONT) if len(ending) else slice(None)
+            handles[go_on] = self.states.shift(
+                handles[go_on], new.state[go_on].astype("int32"),
+                self.words.row(tok[go_on] + 1, new.tag[go_on], new.bundle[go_on]))
+        if len(ending):
+            self._end_sentences(new.take(ending), beam, ending, p[ending], tok[ending])
         # the steps' configurations are no longer needed
-        old = in_step[h.seg]
+        old, keep = rows_in_groups(h.seg, in_step)
         self.states.release(h.handle[old])
-        keep = numpy.flatnonzero(~old)
         remap = numpy.full(len(h), -1, dtype="int64")
         remap[keep] = numpy.arange(len(keep))
         self.hyps = _Hypotheses.concat([h.take(keep), beam])
@@ -740,11 +724,34 @@ class _Search:
         self.shifted.parent = remap[self.shifted.parent]
         self.j[segs] += 1
         self.pops[segs] = 0
-        finished = in_step & (self.j >= self.n)
-        if finished.any():
-            self._finish_segments(numpy.flatnonzero(finished))
-        going = numpy.flatnonzero(~finished[self.hyps.seg] & in_step[self.hyps.seg])
+        finished = segs[self.j[segs] >= self.n[segs]]
+        if len(finished):
+            self._finish_segments(finished)
+        # the beams of the steps that go on follow the kept rows
+        going = numpy.arange(len(keep), len(self.hyps))
         self.agenda = _Agenda.concat([self.agenda, self._beam_items(going)])
+
+    def _end_sentences(self, ends: _Shifted, beam: _Hypotheses, rows, parents, tok) -> None:
+        """Beam ``rows`` whose Shift ends a sentence (``ends``; hypothesis
+        rows ``parents``, after segment-wide token ``tok``): the sentence is
+        finished, and the segment ends (END) or its next sentence starts (NEXT)."""
+        for i, row in enumerate(rows):  # one per surviving sentence end
+            beam.objs[row] = self._finish(int(parents[i]), int(tok[i] - self.base[ends.seg[i]]),
+                                          float(ends.end_score[i]))
+        handles, offset, start_score = beam.handle, beam.offset, beam.start_score
+        last = numpy.flatnonzero(ends.kind == END)
+        if len(last):
+            empty = numpy.full((len(last), WORD_ROW_WIDTH), -1, dtype="int32")
+            handles[rows[last]] = self.states.shift(handles[rows[last]],
+                                                    numpy.full(len(last), -1, "int32"), empty)
+            start_score[rows[last]] = ends.end_score[last]
+        nxt = numpy.flatnonzero(ends.kind == NEXT)
+        if len(nxt):
+            handles[rows[nxt]] = self.states.start(
+                ends.state[nxt].astype("int32"),
+                self.words.row(tok[nxt] + 1, ends.tag[nxt], ends.bundle[nxt]))
+            offset[rows[nxt]] = tok[nxt] + 1 - self.base[ends.seg[nxt]]
+            start_score[rows[nxt]] = ends.end_score[nxt]
 
     def _finish(self, row: int, last_tok: int, end_score: float):
         """Hypothesis ``row``'s finished sentences plus its current one, which
@@ -772,11 +779,10 @@ class _Search:
                 sentences=kbest[0][1], logprob=float(scores[0]),
                 words_logprob=float(mx + numpy.log(numpy.exp(scores - mx).sum())), kbest=kbest)
             self.active[seg] = False
-        gone = numpy.zeros(len(self.n), dtype=bool)
-        gone[segs] = True
-        gone = gone[h.seg]
+        in_segs = numpy.zeros(len(self.n), dtype="uint8")
+        in_segs[segs] = 1
+        gone, keep = rows_in_groups(h.seg, in_segs)
         self.states.release(h.handle[gone])
-        keep = numpy.flatnonzero(~gone)
         remap = numpy.full(len(h), -1, dtype="int64")
         remap[keep] = numpy.arange(len(keep))
         self.hyps = h.take(keep)

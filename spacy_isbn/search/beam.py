@@ -22,8 +22,8 @@ All segments are searched in lockstep, and nothing is done per hypothesis in
 Python: configurations live in the compiled arena (:mod:`..transitions._arc_eager`),
 the pending and shifted hypotheses of all segments are columns of arrays
 (:class:`_Table`), each round pops, scores and prunes all of them with a
-fixed number of array operations, and the latent states of a round are one
-matrix.  Memory follows the live hypotheses: configurations are freed when
+fixed number of array operations and compiled passes (filing and selection,
+:mod:`._select`), and the latent states of a round are one matrix.  Memory follows the live hypotheses: configurations are freed when
 their word step ends, the state pool is compacted to the states live
 configurations link to, and a sentence whose end the model has to find is
 closed at ``max_sentence_length`` words at the latest.

@@ -23,10 +23,11 @@ Python: configurations live in the compiled arena (:mod:`..transitions._arc_eage
 the pending and shifted hypotheses of all segments are columns of arrays
 (:class:`_Table`), each round pops, scores and prunes all of them with a
 fixed number of array operations and compiled passes (filing and selection,
-:mod:`._select`), and the latent states of a round are one matrix.  Memory follows the live hypotheses: configurations are freed when
-their word step ends, the state pool is compacted to the states live
-configurations link to, and a sentence whose end the model has to find is
-closed at ``max_sentence_length`` words at the latest.
+:mod:`._select`), and the latent states of a round are one matrix.  Memory
+follows the live hypotheses: configurations are freed when their word step
+ends, the state pool is compacted to the states live configurations link
+to, and a sentence whose end the model has to find is closed at
+``max_sentence_length`` words at the latest.
 """
 import time
 from dataclasses import dataclass

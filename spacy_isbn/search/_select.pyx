@@ -16,7 +16,9 @@ from libc.string cimport memcpy
 
 # outcomes of a Shift: the sentence goes on, the segment's last sentence ends,
 # a sentence ends and the next one starts
-CONT, END, NEXT = 0, 1, 2
+cdef enum:
+    _CONT, _END, _NEXT
+CONT, END, NEXT = _CONT, _END, _NEXT
 
 
 cdef inline bint _before(int64_t a, int64_t b, const int64_t* group,
@@ -146,6 +148,27 @@ def counts_and_kth(const int64_t[::1] group, const double[::1] score, Py_ssize_t
     return count_arr, kth_arr
 
 
+cdef Py_ssize_t _file_candidates(int64_t[:, ::1] oi, double[:, ::1] of, Py_ssize_t k, int kind,
+                                 const int64_t[::1] seg, const int64_t[::1] rows,
+                                 const double[::1] base_score, const double[::1] end_score,
+                                 const int64_t[::1] pos, const double[::1] lp,
+                                 const int64_t[::1] tag, const int64_t[::1] bundle,
+                                 const int64_t[::1] state) noexcept nogil:
+    """Writes the Shifts of word candidates (their hypotheses ``pos``,
+    scored ``base_score[pos] + lp``) from row ``k`` on; returns the next row."""
+    cdef Py_ssize_t i, q
+    cdef double score
+    for i in range(pos.shape[0]):
+        q = pos[i]
+        score = base_score[q] + lp[i]
+        if score > -INFINITY:
+            oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], kind
+            oi[3, k], oi[4, k], oi[5, k] = tag[i], bundle[i], state[i]
+            of[0, k], of[1, k] = score, end_score[q]
+            k += 1
+    return k
+
+
 def shift_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1] shift_score,
                const double[::1] end_score, const uint8_t[::1] has_next, cont, first):
     """The Shifts of a round's hypotheses (``seg``, table ``rows``; their
@@ -154,40 +177,23 @@ def shift_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1
     word, per candidate of ``cont`` (CONT); ending the segment's last sentence
     (END); ending a sentence and generating the next one's first word, per
     candidate of ``first`` (NEXT).  Shifts scored -inf are left out."""
-    cdef const int64_t[::1] c_pos = cont.pos, c_tag = cont.tag, c_bundle = cont.bundle
-    cdef const int64_t[::1] c_state = cont.state, f_pos = first.pos, f_tag = first.tag
-    cdef const int64_t[::1] f_bundle = first.bundle, f_state = first.state
     cdef const double[::1] c_lp = numpy.asarray(cont.lp, dtype="float64")
     cdef const double[::1] f_lp = numpy.asarray(first.lp, dtype="float64")
-    cdef Py_ssize_t n = c_pos.shape[0] + seg.shape[0] + f_pos.shape[0], i, q, k = 0
+    cdef Py_ssize_t n = len(cont.pos) + seg.shape[0] + len(first.pos), q, k
     out_ints = numpy.empty((6, n), dtype="int64")
     out_floats = numpy.empty((2, n), dtype="float64")
     cdef int64_t[:, ::1] oi = out_ints
     cdef double[:, ::1] of = out_floats
-    cdef double score
-    with nogil:
-        for i in range(c_pos.shape[0]):
-            q = c_pos[i]
-            score = shift_score[q] + c_lp[i]
-            if score > -INFINITY:
-                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], 0
-                oi[3, k], oi[4, k], oi[5, k] = c_tag[i], c_bundle[i], c_state[i]
-                of[0, k], of[1, k] = score, end_score[q]
-                k += 1
-        for q in range(seg.shape[0]):
-            if end_score[q] > -INFINITY and not has_next[q]:
-                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], 1
-                oi[3, k], oi[4, k], oi[5, k] = -1, -1, -1
-                of[0, k], of[1, k] = end_score[q], end_score[q]
-                k += 1
-        for i in range(f_pos.shape[0]):
-            q = f_pos[i]
-            score = end_score[q] + f_lp[i]
-            if score > -INFINITY:
-                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], 2
-                oi[3, k], oi[4, k], oi[5, k] = f_tag[i], f_bundle[i], f_state[i]
-                of[0, k], of[1, k] = score, end_score[q]
-                k += 1
+    k = _file_candidates(oi, of, 0, _CONT, seg, rows, shift_score, end_score, cont.pos, c_lp,
+                         cont.tag, cont.bundle, cont.state)
+    for q in range(seg.shape[0]):
+        if end_score[q] > -INFINITY and not has_next[q]:
+            oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _END
+            oi[3, k], oi[4, k], oi[5, k] = -1, -1, -1
+            of[0, k], of[1, k] = end_score[q], end_score[q]
+            k += 1
+    k = _file_candidates(oi, of, k, _NEXT, seg, rows, end_score, end_score, first.pos, f_lp,
+                         first.tag, first.bundle, first.state)
     return out_ints[:, :k], out_floats[:, :k]
 
 

@@ -714,7 +714,7 @@ class _Search:
                 handles[go_on], new.state[go_on].astype("int32"),
                 self.words.row(tok[go_on] + 1, new.tag[go_on], new.bundle[go_on]))
         if len(ending):
-            self._end_sentences(new.take(ending), beam, ending, p[ending], tok[ending])
+            self._end_sentences(new.take(ending), beam, ending)
         # the steps' configurations are no longer needed
         old, keep = rows_in_groups(h.seg, in_step)
         self.states.release(h.handle[old])
@@ -732,12 +732,13 @@ class _Search:
         going = numpy.arange(len(keep), len(self.hyps))
         self.agenda = _Agenda.concat([self.agenda, self._beam_items(going)])
 
-    def _end_sentences(self, ends: _Shifted, beam: _Hypotheses, rows, parents, tok) -> None:
-        """Beam ``rows`` whose Shift ends a sentence (``ends``; hypothesis
-        rows ``parents``, after segment-wide token ``tok``): the sentence is
-        finished, and the segment ends (END) or its next sentence starts (NEXT)."""
+    def _end_sentences(self, ends: _Shifted, beam: _Hypotheses, rows) -> None:
+        """Beam ``rows`` whose Shift ends a sentence (``ends``): the sentence
+        is finished after its segment's current token, and the segment ends
+        (END) or its next sentence starts (NEXT)."""
+        last_tok = self.j[ends.seg]  # in the segment
         for i, row in enumerate(rows):  # one per surviving sentence end
-            beam.objs[row] = self._finish(int(parents[i]), int(tok[i] - self.base[ends.seg[i]]),
+            beam.objs[row] = self._finish(int(ends.parent[i]), int(last_tok[i]),
                                           float(ends.end_score[i]))
         handles, offset, start_score = beam.handle, beam.offset, beam.start_score
         last = numpy.flatnonzero(ends.kind == END)
@@ -750,8 +751,9 @@ class _Search:
         if len(nxt):
             handles[rows[nxt]] = self.states.start(
                 ends.state[nxt].astype("int32"),
-                self.words.row(tok[nxt] + 1, ends.tag[nxt], ends.bundle[nxt]))
-            offset[rows[nxt]] = tok[nxt] + 1 - self.base[ends.seg[nxt]]
+                self.words.row(self.base[ends.seg[nxt]] + last_tok[nxt] + 1, ends.tag[nxt],
+                               ends.bundle[nxt]))
+            offset[rows[nxt]] = last_tok[nxt] + 1
             start_score[rows[nxt]] = ends.end_score[nxt]
 
     def _finish(self, row: int, last_tok: int, end_score: float):

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import spacy
 import srsly
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
@@ -519,6 +520,7 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     assert [(p["input"], p["beam"]) for p in processes] == [  # spaCy first
         ("gold", None), ("gold", 1), ("gold", 10), ("text", None), ("text", 1), ("text", 10)]
     assert all(p["identical"] and p["words_per_second_2"] > 0 for p in processes)
+    assert all(p["concurrent_speedup"] > 0 for p in processes)
     assert processes[4]["words"] == processes[3]["words"] > 0  # the same tokenizer
     assert result["scale"]["update"]["docs"] == 2 and result["scale"]["update"]["words_per_second"] > 0
     paths = bm.write_benchmark(result, tmp_path)
@@ -526,6 +528,27 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     assert md.index("## Raw text") < md.index("## Table 1")
     assert "## One long document" in md and "## Processes" in md
     assert srsly.read_json(paths["json"])["raw_text"]["words"] == 18
+
+
+@spacy.Language.component("test_benchmark_fails_on_x")
+def _fails_on_x(doc):
+    if doc.text == "x":
+        raise ValueError("x")
+    return doc
+
+
+def test_concurrent_seconds_runs_every_share():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    assert bm.concurrent_seconds(nlp, ["One two. Three four."] * 5, 2, 2) > 0
+
+
+def test_concurrent_seconds_reports_a_failed_share():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("test_benchmark_fails_on_x")
+    # the second process's share (the second batch) fails; nothing hangs
+    with pytest.raises(RuntimeError, match="share"):
+        bm.concurrent_seconds(nlp, ["a", "b", "x", "c"], 2, 2)
 
 
 def test_run_benchmark_raw_only_with_limit(tiny_benchmark):

@@ -2,6 +2,7 @@
 model is trained and no timing is asserted)."""
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -526,7 +527,7 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     paths = bm.write_benchmark(result, tmp_path)
     md = paths["md"].read_text(encoding="utf8")
     assert md.index("## Raw text") < md.index("## Table 1")
-    assert "## One long document" in md and "## Processes" in md
+    assert "## One long document" in md and "## Processes" in md and "Concurrent shares" in md
     assert srsly.read_json(paths["json"])["raw_text"]["words"] == 18
 
 
@@ -537,10 +538,17 @@ def _fails_on_x(doc):
     return doc
 
 
-def test_concurrent_seconds_runs_every_share():
+@spacy.Language.component("test_benchmark_sleeps")
+def _sleeps(doc):
+    time.sleep(0.05)
+    return doc
+
+
+def test_concurrent_seconds_waits_for_the_largest_share():
     nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    assert bm.concurrent_seconds(nlp, ["One two. Three four."] * 5, 2, 2) > 0
+    nlp.add_pipe("test_benchmark_sleeps")
+    # batches of 2, 2 and 1 docs dealt in turn: the first process parses 3 docs
+    assert bm.concurrent_seconds(nlp, ["One two."] * 5, 2, 2) >= 0.15
 
 
 def test_concurrent_seconds_reports_a_failed_share():

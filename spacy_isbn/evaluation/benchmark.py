@@ -553,7 +553,7 @@ def process_speedup(nlp, components: List[str], refs, n_process: int, batch_size
                                  if None not in concurrent else None)
     _log(f"[processes] {out['parser']} beam {beam}, {out['input']}: x{out['speedup']:.2f} with "
          f"{n_process}, identical {out['identical']}; concurrent shares "
-         f"x{_fmt_ratio(out['concurrent_speedup'])}")
+         f"{_fmt_speedup(out['concurrent_speedup'])}")
     return out
 
 
@@ -1041,7 +1041,7 @@ def _scale_section(scale: dict) -> List[str]:
                  _fmt_wps(p["words_per_second_1"]),
                  _fmt_wps(p[f"words_per_second_{p['n_process']}"]),
                  f"x{p['speedup']:.2f} ({p['n_process']})",
-                 f"x{_fmt_ratio(p.get('concurrent_speedup'))}", str(p["identical"])]
+                 _fmt_speedup(p.get("concurrent_speedup")), str(p["identical"])]
                 for p in scale["processes"]]
         out += _table(header, rows) + [""]
     return out
@@ -1053,6 +1053,10 @@ def _fmt_wps(value) -> str:
 
 def _fmt_ratio(value) -> str:
     return "-" if value is None else f"{float(value):.2f}"
+
+
+def _fmt_speedup(value) -> str:
+    return "-" if value is None else f"x{float(value):.2f}"
 
 
 def write_benchmark(result: dict, out_dir: Path, treebank: Optional[str] = None) -> Dict[str, Path]:

@@ -529,20 +529,22 @@ def process_speedup(nlp, components: List[str], refs, n_process: int, batch_size
     out = {"n_process": n_process, "beam": beam, "batch_size": size, "repeats": repeats,
            "input": "text" if text else "gold", "parser": ISBN if beam is not None else SPACY}
     parses, seconds, concurrent = {}, {1: [], n_process: []}, []
+
+    def fresh_inputs():
+        return ([d.text for d in refs] if text
+                else _inputs(refs, "gold", relax and beam is None))
+
     with nlp.select_pipes(enable=components):
         for _ in range(repeats):
             for n in (1, n_process):
-                inputs = ([d.text for d in refs] if text
-                          else _inputs(refs, "gold", relax and beam is None))
+                inputs = fresh_inputs()
                 gc.collect()
                 start = time.perf_counter()
                 docs = list(nlp.pipe(inputs, batch_size=size, n_process=n))
                 seconds[n].append(time.perf_counter() - start)
                 parses[n] = [[(t.text, t.head.i, t.dep_) for t in d]
                              + ([d._.isbn_logprob] if beam is not None else []) for d in docs]
-            inputs = ([d.text for d in refs] if text
-                      else _inputs(refs, "gold", relax and beam is None))
-            concurrent.append(concurrent_seconds(nlp, inputs, size, n_process))
+            concurrent.append(concurrent_seconds(nlp, fresh_inputs(), size, n_process))
     n_words = sum(len(d) for d in docs)
     for n in (1, n_process):
         out[f"words_per_second_{n}"] = n_words / min(seconds[n])
@@ -1031,8 +1033,6 @@ def _scale_section(scale: dict) -> List[str]:
                 "Concurrent shares: the same batches dealt out in turn to n processes started "
                 "together that send no docs between them, each parsing its share in one "
                 "process; what the machine gives n processes, the ceiling for the speed-up.", ""]
-        if scale.get("processes_note"):
-            out += [f"Note: {scale['processes_note']}.", ""]
         header = ["Parser", "Input", "1 process words/s", "n processes words/s", "Speed-up",
                   "Concurrent shares", "Identical"]
         rows = [[raw_system_name(p["beam"], "pipeline") if p.get("input") == "text"

@@ -716,20 +716,14 @@ class _Search:
         if len(ending):
             self._end_sentences(new.take(ending), beam, ending)
         # the steps' configurations are no longer needed
-        old, keep = rows_in_groups(h.seg, in_step)
-        self.states.release(h.handle[old])
-        remap = numpy.full(len(h), -1, dtype="int64")
-        remap[keep] = numpy.arange(len(keep))
-        self.hyps = _Hypotheses.concat([h.take(keep), beam])
-        self.agenda.parent = remap[self.agenda.parent]
-        self.shifted.parent = remap[self.shifted.parent]
+        n_kept = self._drop_hyps(in_step, beam)
         self.j[segs] += 1
         self.pops[segs] = 0
         finished = segs[self.j[segs] >= self.n[segs]]
         if len(finished):
             self._finish_segments(finished)
         # the beams of the steps that go on follow the kept rows
-        going = numpy.arange(len(keep), len(self.hyps))
+        going = numpy.arange(n_kept, len(self.hyps))
         self.agenda = _Agenda.concat([self.agenda, self._beam_items(going)])
 
     def _end_sentences(self, ends: _Shifted, beam: _Hypotheses, rows) -> None:
@@ -784,13 +778,22 @@ class _Search:
             self.active[seg] = False
         in_segs = numpy.zeros(len(self.n), dtype="uint8")
         in_segs[segs] = 1
+        self._drop_hyps(in_segs)
+
+    def _drop_hyps(self, in_segs: numpy.ndarray, added: Optional[_Hypotheses] = None) -> int:
+        """Free the configurations of the hypotheses of the segments marked in
+        ``in_segs`` and drop their rows (``added`` goes after the kept ones);
+        the agenda's and the shifted table's parents follow.  Returns the
+        number of rows kept."""
+        h = self.hyps
         gone, keep = rows_in_groups(h.seg, in_segs)
         self.states.release(h.handle[gone])
         remap = numpy.full(len(h), -1, dtype="int64")
         remap[keep] = numpy.arange(len(keep))
-        self.hyps = h.take(keep)
+        self.hyps = h.take(keep) if added is None else _Hypotheses.concat([h.take(keep), added])
         self.agenda.parent = remap[self.agenda.parent]
         self.shifted.parent = remap[self.shifted.parent]
+        return len(keep)
 
     def _compact_pool(self) -> None:
         """Drop the pooled states nothing links to any more, once the pool has

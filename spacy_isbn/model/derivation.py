@@ -5,8 +5,8 @@ before the forward pass, so are the source state of every relation and every
 feature id.  A sentence becomes a handful of int arrays; a batch pads them to
 (batch, steps, ...) so the model can run all sentences in lockstep.
 """
-from dataclasses import dataclass, fields
-from typing import Iterator, List, Sequence, Tuple
+from dataclasses import dataclass, fields, replace
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -30,6 +30,11 @@ class Derivation:
     gen_bundle: numpy.ndarray  # (T,) -1 = none
     gen_form: numpy.ndarray  # (T,) -1 = none
     n_words: int
+    # where the state's words are among the token vectors the conditional
+    # model reads (see ``vector_feature_ids``): its sentence's first token and
+    # the end of its doc; set per update by :func:`place_tokens`
+    tok_base: Optional[numpy.ndarray] = None
+    tok_end: Optional[numpy.ndarray] = None
 
     @property
     def n_states(self) -> int:
@@ -133,6 +138,15 @@ def build_left_corner_derivation(sent: SentenceInputs, decisions: Sequence[Tuple
     return _derivation(a, T, sent, lc.SHIFT, end_tag)
 
 
+def place_tokens(deriv: Derivation, first_token: int, doc_end: int) -> Derivation:
+    """``deriv`` (one sentence's) with its words placed among the token
+    vectors of an update: its first word is token ``first_token``, its doc
+    ends before ``doc_end``."""
+    T = deriv.n_states
+    return replace(deriv, tok_base=numpy.full(T, first_token, dtype="int64"),
+                   tok_end=numpy.full(T, doc_end, dtype="int64"))
+
+
 def chain_derivations(derivs: List[Derivation]) -> Derivation:
     """Consecutive sentences of a doc as one derivation: each sentence's first
     state is linked (input context) to the state that generated the previous
@@ -149,7 +163,8 @@ def chain_derivations(derivs: List[Derivation]) -> Derivation:
         src.append(s)
         base += d.n_states
     cat = {f.name: numpy.concatenate([getattr(d, f.name) for d in derivs])
-           for f in fields(Derivation) if f.name not in ("src", "n_words")}
+           for f in fields(Derivation) if f.name not in ("src", "n_words")
+           and getattr(derivs[0], f.name) is not None}
     return Derivation(src=numpy.concatenate(src).astype("int32"),
                       n_words=sum(d.n_words for d in derivs), **cat)
 
@@ -186,6 +201,10 @@ class DerivationBatch:
     gen_bundle: numpy.ndarray
     gen_form: numpy.ndarray
     n_words: numpy.ndarray
+    tok_base: Optional[numpy.ndarray] = None
+    tok_end: Optional[numpy.ndarray] = None
+    # the conditional model's projected token vectors (``project_tokens``)
+    vectors: Optional[numpy.ndarray] = None
 
     @classmethod
     def from_derivations(cls, derivs: List[Derivation]) -> "DerivationBatch":
@@ -216,4 +235,6 @@ class DerivationBatch:
             gen_bundle=pad("gen_bundle", -1, "int32"),
             gen_form=pad("gen_form", -1, "int32"),
             n_words=numpy.array([d.n_words for d in derivs], dtype="int32"),
+            tok_base=pad("tok_base", 0, "int64") if derivs[0].tok_base is not None else None,
+            tok_end=pad("tok_end", 0, "int64") if derivs[0].tok_end is not None else None,
         )

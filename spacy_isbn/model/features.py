@@ -25,8 +25,17 @@ FEATURE_SETS: Dict[str, Tuple[str, ...]] = {
         "lcS0.dep", "lcS0.tag", "rcS0.dep", "rcS0.tag", "lcI0.dep", "lcI0.tag",
     ),
 }
-ADDRESSES = ("S0", "S1", "I0", "hS0", "lcS0", "rcS0", "lcI0")
-ATTRIBUTES = ("form", "tag", "pos", "feats", "dep")
+# the conditional model's set (objective = "conditional"): contextual token
+# vectors (``vec``) of the stack, the queue and its look-ahead, and children
+FEATURE_SETS["conditional"] = (
+    "S0.vec", "S1.vec", "I0.vec", "I1.vec", "I2.vec", "hS0.vec",
+    "lcS0.vec", "rcS0.vec", "lcI0.vec", "S0.dep", "lcS0.dep", "rcS0.dep", "lcI0.dep",
+)
+ADDRESSES = ("S0", "S1", "I0", "hS0", "lcS0", "rcS0", "lcI0", "I1", "I2")
+ATTRIBUTES = ("form", "tag", "pos", "feats", "dep", "vec")
+# words not generated yet: only the conditional model may read them, as vectors
+LOOKAHEAD = ("I1", "I2")
+VEC_ROWS = 3  # a vec template's own embedding rows: none, (unused), the root node
 
 
 def parse_templates(spec: str) -> Tuple[Tuple[str, str], ...]:
@@ -42,8 +51,36 @@ def parse_templates(spec: str) -> Tuple[Tuple[str, str], ...]:
                 f"unknown feature template {name!r}: use ADDRESS.ATTRIBUTE with "
                 f"address in {ADDRESSES} and attribute in {ATTRIBUTES}"
             )
+        if addr in LOOKAHEAD and attr != "vec":
+            raise ValueError(
+                f"feature template {name!r}: {addr} is a word not generated yet, only "
+                f"{addr}.vec (a contextual vector, objective = 'conditional') can be read"
+            )
         templates.append((addr, attr))
     return tuple(templates)
+
+
+def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]], n_rows: int,
+                       tok_base: numpy.ndarray, tok_end: numpy.ndarray) -> numpy.ndarray:
+    """Feature ids with each ``vec`` template's word positions turned into
+    rows of the projected token vectors, which follow the ``n_rows`` rows of
+    the embedding table: template a of token g is row ``n_rows + g * A + a``.
+    ``columns``: (column, offset) per vec template; ``tok_base``: per row the
+    token (in the vectors' numbering) of its sentence's first word;
+    ``tok_end``: one past the last token it may read (its doc's end).  Words
+    past that read the template's "none" row; the root node keeps its own."""
+    if not len(columns):
+        return feats
+    feats = feats.copy()
+    A = len(columns)
+    for a, (column, offset) in enumerate(columns):
+        val = feats[:, column] - offset
+        tok = tok_base + val - (VEC_ROWS)
+        word = val >= VEC_ROWS
+        inside = word & (tok < tok_end)
+        feats[:, column] = numpy.where(inside, n_rows + tok * A + a,
+                                       numpy.where(word, offset, feats[:, column]))
+    return feats
 
 
 class SentenceInputs:
@@ -57,10 +94,13 @@ class SentenceInputs:
 
     __slots__ = ("n", "records", "rows", "gen_tag", "gen_bundle", "gen_form")
 
-    def __init__(self, tokens: Sequence[TokenRecord], lex: Lexicon):
+    def __init__(self, tokens: Sequence[TokenRecord], lex: Lexicon, generative: bool = True):
+        """``generative = False`` (the conditional model): words are given,
+        not generated, so each Shift only decides between the next word
+        (output tag 0) and the end of the sentence."""
         self.n = len(tokens)
         self.records = list(tokens)
-        outs = [lex.output_ids(t) for t in tokens]
+        outs = [lex.output_ids(t) if generative else (0, -1, -1) for t in tokens]
         self.gen_tag = [o[0] for o in outs]
         self.gen_bundle = [o[1] for o in outs]
         self.gen_form = [o[2] for o in outs]
@@ -133,7 +173,7 @@ class FeatureExtractor:
         offset = self.n_decisions
         for addr, attr in self.templates:
             self.offsets.append(offset)
-            offset += lex.input_size(attr) if attr != "dep" else lex.n_labels + 3
+            offset += {"dep": lex.n_labels + 3, "vec": VEC_ROWS}.get(attr) or lex.input_size(attr)
             self.width += MAX_FEATS if attr == "feats" else 1
         self.n_rows = offset
         self._states: Dict[str, ArcEagerStates] = {}
@@ -164,6 +204,15 @@ class FeatureExtractor:
         return ArcEagerStates([ADDRESSES.index(a) for a, _ in self.templates],
                               [ATTRIBUTES.index(t) for _, t in self.templates],
                               self.offsets, self.n_labels, multiroot)
+
+    def vector_columns(self) -> List[Tuple[int, int]]:
+        """(column, offset) of each ``vec`` template (see :func:`vector_feature_ids`)."""
+        out, column = [], 1
+        for (addr, attr), offset in zip(self.templates, self.offsets):
+            if attr == "vec":
+                out.append((column, offset))
+            column += MAX_FEATS if attr == "feats" else 1
+        return out
 
     def form_columns(self) -> List[Tuple[int, int]]:
         """(column, id of the unknown form) of each word-form template."""

@@ -15,17 +15,19 @@ derivation; the backward pass walks the steps in reverse and scatters the
 gradients back to the source states.  :class:`ISBNScorer` gives the search
 the same computations one step at a time.
 """
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy
+from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Model
-from thinc.types import Floats1d
+from thinc.api import Linear, Model
+from thinc.types import Floats1d, Floats2d
 
 from ..transitions.arc_eager import ARC_EAGER
 from . import meanfield
 from ._kernels import embed_scatter, embed_sum, masked_top_k, picked_log_softmax2
 from .derivation import DerivationBatch
+from .features import parse_templates, vector_feature_ids
 from .meanfield import Observed, _sigmoid
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
@@ -39,19 +41,129 @@ def build_isbn_model(
     approximation: str = "feedforward",
     init_scale: float = 0.1,
     iterations: int = 3,
-) -> Model[DerivationBatch, Floats1d]:
+    objective: str = "generative",
+    tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None,
+) -> Model:
     """Dims that depend on the training data (nF rows, labels, tags, bundles,
     forms) are set by the pipe's ``initialize``, those of the transition system
     (nA actions, nR relations, nK label blocks, and ``label_blocks``: each
     action's block) by the pipe too; the defaults are the arc-eager system's.
     ``iterations``: mean-field ascent steps after each elementary decision
-    (``"meanfield"`` only)."""
+    (``"meanfield"`` only).
+
+    ``objective = "generative"``: P(tree, words), the model reads only words
+    already generated.  ``"conditional"``: P(tree | words), Shift generates
+    nothing but decides whether the sentence ends, and the states read the
+    contextual vectors of ``tok2vec`` (usually a ``spacy.Tok2VecListener.v1``)
+    through the ``vec`` feature templates, look-ahead included (see
+    :func:`build_conditional`)."""
     if approximation not in ("feedforward", "meanfield"):
         raise ValueError(
             f"approximation={approximation!r}: use 'feedforward' or 'meanfield'"
         )
     if iterations < 0:
         raise ValueError(f"iterations={iterations}: must be >= 0")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective={objective!r}: use one of {OBJECTIVES}")
+    reads_vectors = any(attr == "vec" for _, attr in parse_templates(features))
+    if objective == "conditional":
+        if approximation != "feedforward":
+            raise ValueError("objective='conditional' is feed-forward only: set "
+                             "approximation = 'feedforward'")
+        if tok2vec is None:
+            raise ValueError("objective='conditional' reads token vectors: give the model a "
+                             "tok2vec (e.g. spacy.Tok2VecListener.v1)")
+        if not reads_vectors:
+            raise ValueError(f"objective='conditional' with features={features!r}: the "
+                             "templates read no token vectors (ADDRESS.vec); try 'conditional'")
+    elif reads_vectors:
+        raise ValueError(f"features={features!r} read token vectors (.vec, with look-ahead): "
+                         "only objective='conditional' can, a generative model may not look ahead")
+    core = _build_core(hidden_width, features, latent_edges, approximation, init_scale,
+                       iterations, objective)
+    return core if objective == "generative" else build_conditional(tok2vec, core)
+
+
+OBJECTIVES = ("generative", "conditional")
+
+
+def core_of(model: Model) -> Model:
+    """The ISBN layer itself: the model, or the conditional model's ``core``."""
+    return model.get_ref("core") if model.has_ref("core") else model
+
+
+def build_conditional(tok2vec: Model, core: Model) -> Model:
+    """The conditional ISBN: ``tok2vec``'s vectors, projected by one linear
+    layer per ``vec`` template (one Linear with nO = templates x nH), feed
+    the latent states of ``core``.  Input: the docs and the derivation
+    batches of their sentences; output: each batch's log-likelihoods."""
+    projection = Linear()
+    return Model("isbn_conditional", conditional_forward, init=conditional_init,
+                 layers=[tok2vec, projection, core],
+                 refs={"tok2vec": tok2vec, "projection": projection, "core": core})
+
+
+def conditional_init(model: Model, X=None, Y=None) -> Model:
+    """The projection's shape comes from tok2vec's width and the core's
+    templates (the pipe sets ``vector_columns`` at initialize)."""
+    core, projection = model.get_ref("core"), model.get_ref("projection")
+    tok2vec = model.get_ref("tok2vec")
+    if tok2vec.name != "tok2vec-listener":  # a tok2vec of the parser's own
+        tok2vec.initialize()
+    projection.set_dim("nI", model.get_ref("tok2vec").get_dim("nO"), force=True)
+    projection.set_dim("nO", len(core.attrs["vector_columns"]) * core.get_dim("nH"), force=True)
+    projection.initialize()
+    core.initialize()
+    return model
+
+
+def project_tokens(model: Model, docs: Sequence[Doc], is_train: bool = False):
+    """Per doc, the projected vectors of its tokens as numpy ``(tokens *
+    templates, nH)`` rows (token g, template a: row g * A + a), and with
+    ``is_train`` the backprop taking their gradients."""
+    tok2vec, projection = model.get_ref("tok2vec"), model.get_ref("projection")
+    nH = model.get_ref("core").get_dim("nH")
+    docs = list(docs)
+    vectors, bp_vectors = tok2vec(docs, is_train)
+    lengths = [len(v) for v in vectors]
+    flat = model.ops.flatten(vectors) if docs else model.ops.alloc2f(0, tok2vec.get_dim("nO"))
+    projected, bp_projected = projection(flat, is_train)
+    out = model.ops.to_numpy(projected).astype("float32").reshape(-1, nH)
+    A = projected.shape[1] // nH
+
+    def backprop(d_out: numpy.ndarray) -> List[Floats2d]:
+        d_flat = bp_projected(model.ops.asarray(d_out.reshape(projected.shape)))
+        return bp_vectors(model.ops.unflatten(d_flat, lengths))
+
+    return out, numpy.cumsum([0] + lengths) * A, backprop
+
+
+def conditional_forward(model: Model, inputs, is_train: bool):
+    """``inputs``: (docs, batches); each batch's ``tok_base``/``tok_end``
+    number tokens across the docs in order.  One tok2vec pass for all
+    batches (a listener hands out its batch once), one backprop into it."""
+    docs, batches = inputs
+    core = model.get_ref("core")
+    vectors, _, bp_vectors = project_tokens(model, docs, is_train)
+    lls, backprops = [], []
+    for batch in batches:
+        batch.vectors = vectors
+        ll, backprop = core(batch, is_train)
+        lls.append(ll)
+        backprops.append(backprop)
+
+    def backprop(d_lls: List[Floats1d]):
+        d_vectors = numpy.zeros_like(vectors)
+        for bp, d_ll in zip(backprops, d_lls):
+            d_vectors += bp(d_ll)
+        bp_vectors(d_vectors)
+        return inputs
+
+    return lls, backprop
+
+
+def _build_core(hidden_width: int, features: str, latent_edges: bool, approximation: str,
+                init_scale: float, iterations: int, objective: str) -> Model[DerivationBatch, Floats1d]:
     return Model(
         "isbn",
         forward,
@@ -61,6 +173,9 @@ def build_isbn_model(
               "nK": len(ARC_EAGER.labelled_actions)},
         params={name: None for name in PARAMS},
         attrs={
+            "objective": objective,
+            # (column, offset) of each vec template, set by the pipe
+            "vector_columns": [],
             "features": features,
             "latent_edges": latent_edges,
             "approximation": approximation,
@@ -303,10 +418,18 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     meanfield_on = model.attrs["approximation"] == "meanfield"
     iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
-    feats = numpy.ascontiguousarray(batch.feats.reshape(B * T, -1), dtype="int32")
+    feats = batch.feats.reshape(B * T, -1)
+    # the conditional model's token vectors are rows of the table after E's
+    vectors = batch.vectors
+    table = E
+    if vectors is not None:
+        feats = vector_feature_ids(feats, model.attrs["vector_columns"], E.shape[0],
+                                   batch.tok_base.reshape(-1), batch.tok_end.reshape(-1))
+        table = numpy.concatenate([E, vectors])
+    feats = numpy.ascontiguousarray(feats, dtype="int32")
     X = numpy.empty((B * T, nH), dtype=dtype)
     X[:] = b
-    embed_sum(E, feats, X)
+    embed_sum(table, feats, X)
     X = X.reshape(B, T, nH)
     # the means of all states, plus a zero row that missing sources point to
     Hs_ext = numpy.zeros((B * T + 1, nH), dtype=dtype)
@@ -420,13 +543,14 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         if meanfield_on:
             for name in ("Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf"):
                 model.inc_grad(name, model.ops.asarray(grads[name]))
-        dE = numpy.zeros_like(E)
-        embed_scatter(dX.reshape(B * T, nH), feats, dE)
-        model.inc_grad("E", model.ops.asarray(dE))
+        d_table = numpy.zeros_like(table)
+        embed_scatter(dX.reshape(B * T, nH), feats, d_table)
+        model.inc_grad("E", model.ops.asarray(d_table[: E.shape[0]]))
         if latent_edges:
             model.inc_grad("W", model.ops.asarray(_parent_weight_gradient(Hs, batch.src, dX, nH)))
         model.inc_grad("b", model.ops.asarray(dX.sum(axis=(0, 1))))
-        return batch
+        # the gradient of the batch's input: its token vectors (generative: none)
+        return None if vectors is None else d_table[E.shape[0]:]
 
     return ll, backprop
 
@@ -434,11 +558,18 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
 class ISBNScorer:
     """Step-wise access to a trained model for search: states and decision log-probs."""
 
-    def __init__(self, model: Model):
-        self.nH = model.get_dim("nH")
+    def __init__(self, model: Model, vectors: Optional[numpy.ndarray] = None):
+        """``vectors``: the conditional model's projected token vectors of the
+        search's tokens (:func:`project_tokens`), in the search's numbering."""
+        model = core_of(model)
+        self.generates_words = model.attrs["objective"] == "generative"
+        self.vector_columns = [tuple(c) for c in model.attrs["vector_columns"]]
+        self.vectors = vectors
         self.nL = model.get_dim("nL")
         self.nT = model.get_dim("nT")
+        self.nH = model.get_dim("nH")
         self.p = {name: numpy.asarray(model.get_param(name)) for name in PARAMS}
+        self.table = self.p["E"] if vectors is None else numpy.concatenate([self.p["E"], vectors])
         self.latent_edges = model.attrs["latent_edges"]
         self.bundle_ranges = model.attrs["bundle_ranges"]
         self.form_ranges = model.attrs["form_ranges"]
@@ -456,7 +587,7 @@ class ISBNScorer:
         missing sources); feats: (N, F) ids, -1 unused."""
         pre = numpy.empty((len(feats), self.nH), dtype=self.p["E"].dtype)
         pre[:] = self.p["b"]
-        embed_sum(self.p["E"], numpy.ascontiguousarray(feats, dtype="int32"), pre)
+        embed_sum(self.table, numpy.ascontiguousarray(feats, dtype="int32"), pre)
         if self.latent_edges and parents is not None:
             pre += parents @ self.p["W"]
         return pre
@@ -478,6 +609,13 @@ class ISBNScorer:
     def states(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
         """The means before any decision of the step."""
         return _sigmoid(self.pre(parents, feats))
+
+    def vector_ids(self, feats: numpy.ndarray, tok_base, tok_end) -> numpy.ndarray:
+        """``feats`` with the vec templates' positions as rows of the token
+        vectors (see :func:`vector_feature_ids`); unchanged without vectors."""
+        if self.vectors is None:
+            return feats
+        return vector_feature_ids(feats, self.vector_columns, len(self.p["E"]), tok_base, tok_end)
 
     @staticmethod
     def means(a: numpy.ndarray) -> numpy.ndarray:

@@ -46,10 +46,10 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..model.derivation import (
-    Derivation, build_derivation, chain_derivations,
+    Derivation, build_derivation, chain_derivations, place_tokens,
 )
 from ..model.features import FeatureExtractor, JointTables, SentenceInputs, parse_templates
-from ..model.isbn import ISBNScorer, nll_per_word
+from ..model.isbn import ISBNScorer, core_of, nll_per_word, project_tokens
 from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from .projectivity import deprojectivize, projectivize
@@ -242,9 +242,27 @@ class ISBNParser(TrainablePipe):
         return tuple(self.lexicon.labels)
 
     @property
+    def core(self) -> Model:
+        """The ISBN layer (the conditional model's ``core``)."""
+        return core_of(self.model)
+
+    @property
+    def generative(self) -> bool:
+        """objective = "generative": P(tree, words); else P(tree | words)."""
+        return self.core.attrs["objective"] == "generative"
+
+    @property
+    def end_tag(self) -> int:
+        """The output tag of end-of-sentence (conditional: 0 is "a word", 1 END)."""
+        return self.lexicon.end_tag if self.generative else 1
+
+    def _inputs(self, records: List[TokenRecord]) -> SentenceInputs:
+        return SentenceInputs(records, self.lexicon, generative=self.generative)
+
+    @property
     def extractor(self) -> FeatureExtractor:
         if self._extractor is None:
-            templates = parse_templates(self.model.attrs["features"])
+            templates = parse_templates(self.core.attrs["features"])
             self._extractor = FeatureExtractor(templates, self.lexicon)
         return self._extractor
 
@@ -319,25 +337,31 @@ class ISBNParser(TrainablePipe):
             needed.append("POS")
         if any(b for _, b in lexicon.bundles if not b.startswith("\x00")):
             needed.append("MORPH")
-        self._tag_attrs = needed
+        # the conditional model reads token vectors, not tags
+        self._tag_attrs = needed if self.generative else []
 
     def _set_model_shape(self) -> None:
-        lex = self.lexicon
-        dims = {"nF": self.extractor.n_rows, "nL": lex.n_labels, "nT": len(lex.tags),
-                "nB": len(lex.bundles), "nV": len(lex.forms)}
+        lex, core = self.lexicon, self.core
+        if self.generative:
+            words = {"nT": len(lex.tags), "nB": len(lex.bundles), "nV": len(lex.forms)}
+        else:  # a Shift decides only "next word" or END; nothing is generated
+            words = {"nT": 1, "nB": 0, "nV": 0}
+        dims = {"nF": self.extractor.n_rows, "nL": lex.n_labels, **words}
         for dim, value in dims.items():
-            self.model.set_dim(dim, value, force=True)
-        self.model.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges]
-        self.model.attrs["form_ranges"] = [list(r) for r in lex.form_ranges]
-        self.model.attrs["label_masks"] = [list(m) for m in lex.label_kinds]
+            core.set_dim(dim, value, force=True)
+        core.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges] if self.generative else []
+        core.attrs["form_ranges"] = [list(r) for r in lex.form_ranges] if self.generative else []
+        core.attrs["label_masks"] = [list(m) for m in lex.label_kinds]
+        core.attrs["vector_columns"] = [list(c) for c in self.extractor.vector_columns()]
         spec = ARC_EAGER
         for dim, value in (("nA", spec.n_actions), ("nR", spec.n_relations),
                            ("nK", len(spec.labelled_actions))):
-            self.model.set_dim(dim, value, force=True)
-        self.model.attrs["label_blocks"] = list(spec.label_blocks)
+            core.set_dim(dim, value, force=True)
+        core.attrs["label_blocks"] = list(spec.label_blocks)
 
     def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
-        """One derivation per run of consecutive complete sentences of a doc.
+        """One derivation per run of consecutive complete sentences of a doc
+        (conditional model: per sentence).
         The trees come from the reference; the tags from the predicted Doc
         (what the components in front predicted) unless the parser tags
         jointly, when it learns to generate the reference's."""
@@ -345,8 +369,10 @@ class ISBNParser(TrainablePipe):
         lex, ext, multiroot = self.lexicon, self.extractor, self.cfg["multiroot"]
         if len(self._cache) > CACHE_SIZE:
             self._cache = {}
+        first_token = 0  # where each doc's tokens start among the update's token vectors
         for eg in examples:
             doc = eg.reference
+            doc_start, first_token = first_token, first_token + len(eg.predicted)
             tagged = self._training_tags(eg)
             records = self._records(tagged)
             arr = numpy.hstack([tagged.to_array([LOWER, TAG, POS, MORPH]), doc.to_array([HEAD, DEP])])
@@ -358,11 +384,15 @@ class ISBNParser(TrainablePipe):
                     if min(label_ids[1:]) < 0:  # a label unseen at initialize
                         self._cache[key] = None
                     else:
-                        inputs = SentenceInputs(records[start:end], lex)
+                        inputs = self._inputs(records[start:end])
                         self._cache[key] = build_derivation(
-                            inputs, gold, label_ids, ext, lex.end_tag, multiroot
+                            inputs, gold, label_ids, ext, self.end_tag, multiroot
                         )
                 deriv = self._cache[key]
+                if deriv is not None and not self.generative:
+                    # given the words, sentences are independent: no chain
+                    out.append(place_tokens(deriv, doc_start + start, first_token))
+                    continue
                 if chain and (deriv is None or start != prev_end):
                     out.append(chain_derivations(chain))
                     chain = []
@@ -376,7 +406,7 @@ class ISBNParser(TrainablePipe):
     def _training_tags(self, eg: Example) -> Doc:
         """The Doc whose tags the parser learns from (see :meth:`_derivations`)."""
         pred, ref = eg.predicted, eg.reference
-        if self.cfg["tagging"] == "joint":
+        if self.cfg["tagging"] == "joint" or not self.generative:
             return ref
         if len(pred) != len(ref) or any(p.text != r.text for p, r in zip(pred, ref)):
             raise ValueError(
@@ -417,8 +447,9 @@ class ISBNParser(TrainablePipe):
         examples = list(examples)
         validate_examples(examples, "ISBNParser.update")
         prepare = (lambda arrays: self._drop_words(arrays.feats, drop)) if drop > 0.0 else None
+        docs = None if self.generative else [eg.predicted for eg in examples]
         return update_on_derivations(self, examples, self._derivations(examples), sgd=sgd,
-                                     losses=losses, prepare=prepare)
+                                     losses=losses, prepare=prepare, docs=docs)
 
     def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:
         """Word dropout: each word-form feature the state conditions on is
@@ -438,15 +469,17 @@ class ISBNParser(TrainablePipe):
         return nll_per_word(*scores)
 
     # -- prediction ---------------------------------------------------------------
-    def _search(self, joint: bool) -> BeamSearch:
+    def _search(self, joint: bool, vectors: Optional[numpy.ndarray] = None) -> BeamSearch:
         return BeamSearch(
-            ISBNScorer(self.model), self.extractor, transitions=ARC_EAGER,
+            ISBNScorer(self.model, vectors), self.extractor, transitions=ARC_EAGER,
             beam_width=self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],
         )
 
     def _tags_jointly(self, doc: Doc) -> bool:
+        if not self.generative:
+            return False
         mode = self.cfg["tagging"]
         if mode == "pipeline":
             self._require_tags(doc)
@@ -463,15 +496,24 @@ class ISBNParser(TrainablePipe):
         for d, doc in enumerate(docs):
             if len(doc) == 0:
                 continue
-            inputs = SentenceInputs(self._records(doc), self.lexicon)
+            inputs = self._inputs(self._records(doc))
             ends = [doc[i + 1].is_sent_start for i in range(len(doc) - 1)] + [True]
             joint = self._tags_jointly(doc)
             for start, end in doc_pieces([t.text for t in doc], ends,
                                          self.cfg.get("segment_length", 0)):
                 groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
+        vectors = None
+        if not self.generative:
+            vectors, doc_rows, _ = project_tokens(self.model, docs)
         for joint, items in groups.items():
             if items:
-                search = self._search(joint)
+                search_vectors = None
+                if vectors is not None:  # the pieces' token vectors, in the search's order
+                    A = len(self.core.attrs["vector_columns"])
+                    search_vectors = numpy.concatenate(
+                        [vectors[doc_rows[d] + start * A: doc_rows[d] + (start + seg[0].n) * A]
+                         for (d, start), seg in items])
+                search = self._search(joint, search_vectors)
                 parses = search.parse_many([seg for _, seg in items])
                 for key, seconds in search.timing.items():
                     self.search_timing[key] += seconds

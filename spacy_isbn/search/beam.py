@@ -310,7 +310,8 @@ class BeamSearch:
                     numpy.full(len(rows), word), rows, a_word[rows],
                     tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
             parents = numpy.zeros((len(rows), spec.n_relations, scorer.nH), dtype="float32")
-            parents[:, spec.sentence_link] = context
+            if scorer.generates_words:  # given the words, sentences are independent
+                parents[:, spec.sentence_link] = context
             eta0 = scorer.pre(parents.reshape(len(rows), -1),
                               self.extractor.start_features(len(rows)))
             first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
@@ -399,6 +400,8 @@ class BeamSearch:
             return self._generate_meanfield(eta, a, tag_lp, pos, r, tags, forms, bundles, prior,
                                             end_legal, pool)
         H_all, ids = ff
+        if not scorer.generates_words:  # conditional: the word is given, only "not END" is scored
+            return _Candidates(pos, tag_lp[r, tags], tags, bundles, ids[r])
         parts = []
         order = numpy.argsort(tags, kind="stable")
         bounds = numpy.flatnonzero(numpy.diff(tags[order])) + 1
@@ -653,6 +656,8 @@ class _Search:
         }
         self.states.describe(h.handle[rows], must_end, req["src"], req["feats"],
                              req["masks"], req["allowed"], req["end_legal"], req["label_kinds"])
+        sentence_start = self.base[seg] + h.offset[rows]
+        req["feats"] = s.scorer.vector_ids(req["feats"], sentence_start, self.base[seg] + self.n[seg])
         for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)
         req["next_tok"], req["start_tok"] = next_tok, start_tok

@@ -468,7 +468,7 @@ cdef class ArcEagerStates:
     cdef void _features(self, const StateC* st, int* out) noexcept nogil:
         cdef int s0 = st.stack[st.stack_len - 1]
         cdef int f = st.front
-        cdef int nodes[7]
+        cdef int nodes[9]
         cdef int t, j, k, node, attr, offset, val, lab
         nodes[0] = s0
         nodes[1] = st.stack[st.stack_len - 2] if st.stack_len > 1 else -1
@@ -477,6 +477,10 @@ cdef class ArcEagerStates:
         nodes[4] = st.lchild[s0]
         nodes[5] = st.rchild[s0]
         nodes[6] = st.lchild[f]
+        # look-ahead: the words after the front, not generated yet (only
+        # their positions can be read, for the conditional model)
+        nodes[7] = f + 1 if f > 0 else -1
+        nodes[8] = f + 2 if f > 0 else -1
         out[0] = self._decision_id(st)
         j = 1
         for t in range(self.n_templates):
@@ -496,6 +500,8 @@ cdef class ArcEagerStates:
                 continue
             if node < 0:
                 val = NONE_ID
+            elif attr == 5:  # vec: the node's position (root: ROOT_ID, word k: k + 2)
+                val = node + ROOT_ID
             elif attr == 4:  # dep
                 lab = st.labels[node] if node > 0 else -1
                 val = ROOT_ID if node == 0 else (UNK_ID if lab < 0 else lab + 3)

@@ -1,0 +1,227 @@
+"""The conditional ISBN (objective = "conditional"): token vectors with
+look-ahead, gradients into tok2vec, the step scorer, a trained pipeline."""
+import subprocess
+import sys
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_isbn.model.derivation import DerivationBatch
+from spacy_isbn.model.features import VEC_ROWS, parse_templates, vector_feature_ids
+from spacy_isbn.model.isbn import ISBNScorer, build_isbn_model, project_tokens
+from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration, oracle_derivation
+
+# three-sentence docs of a tiny language with punctuation: (words, heads, labels)
+SENTENCES = [
+    ("the dog barks .".split(), [1, 2, 2, 2], ["det", "nsubj", "root", "punct"]),
+    ("a cat sees the dog .".split(), [1, 2, 2, 4, 2, 2], ["det", "nsubj", "root", "det", "obj", "punct"]),
+    ("dogs chase big cats .".split(), [1, 1, 3, 1, 1], ["nsubj", "root", "amod", "obj", "punct"]),
+    ("the old man sleeps .".split(), [2, 2, 3, 3, 3], ["det", "amod", "nsubj", "root", "punct"]),
+    ("cats sleep .".split(), [1, 1, 1], ["nsubj", "root", "punct"]),
+]
+
+
+def tok2vec_config(width=16, listener=False):
+    if listener:
+        return {"@architectures": "spacy.Tok2VecListener.v1", "width": width, "upstream": "*"}
+    return {
+        "@architectures": "spacy.Tok2Vec.v2",
+        "embed": {"@architectures": "spacy.MultiHashEmbed.v2", "width": width,
+                  "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"], "rows": [200, 50, 50, 50],
+                  "include_static_vectors": False},
+        "encode": {"@architectures": "spacy.MaxoutWindowEncoder.v2", "width": width, "depth": 1,
+                   "window_size": 1, "maxout_pieces": 2},
+    }
+
+
+def parser_config(listener=False, width=16, beam_width=1):
+    return {"beam_width": beam_width, "model": {
+        "@architectures": "spacy_isbn.ISBNParser.v1", "hidden_width": 12,
+        "objective": "conditional", "features": "conditional", "init_scale": 0.5,
+        "tok2vec": tok2vec_config(width, listener)}}
+
+
+def gold_doc(vocab, sentences):
+    words, heads, deps = [], [], []
+    for sent_words, sent_heads, sent_deps in sentences:
+        heads += [h + len(words) for h in sent_heads]
+        words += sent_words
+        deps += sent_deps
+    return Doc(vocab, words=words, heads=heads, deps=deps)
+
+
+def examples(nlp, n_docs=10, seed=0):
+    rng = numpy.random.RandomState(seed)
+    out = []
+    for _ in range(n_docs):
+        picked = [SENTENCES[i] for i in rng.randint(len(SENTENCES), size=3)]
+        gold = gold_doc(nlp.vocab, picked)
+        out.append(Example(Doc(nlp.vocab, words=[t.text for t in gold]), gold))
+    return out
+
+
+def inline_parser(n_docs=3):
+    """A conditional isbn_parser with its own tok2vec (not a listener), initialised."""
+    nlp = spacy.blank("en")
+    parser = nlp.add_pipe("isbn_parser", config=parser_config())
+    egs = examples(nlp, n_docs)
+    nlp.initialize(lambda: egs)
+    return nlp, parser, egs
+
+
+def test_conditional_model_needs_vectors_and_generative_may_not_read_them():
+    with pytest.raises(ValueError, match="tok2vec"):
+        build_isbn_model(objective="conditional", features="conditional")
+    with pytest.raises(ValueError, match="look ahead"):
+        build_isbn_model(features="conditional")
+    with pytest.raises(ValueError, match="not generated yet"):
+        parse_templates("I1.form")
+
+
+def test_vector_ids_point_at_the_words_of_each_template():
+    """Word k of a sentence starting at token 10 is token 10 + k - 1; the root
+    keeps its own row; look-ahead past the doc's end reads "none"."""
+    columns = [(1, 100), (2, 103)]
+    feats = numpy.array([[0, 100 + VEC_ROWS, 103 + VEC_ROWS + 1],  # word 1, word 2
+                         [0, 100 + 2, 103 + VEC_ROWS + 5]], dtype="int32")  # root, word 6
+    out = vector_feature_ids(feats, columns, 1000, numpy.array([10, 10]), numpy.array([20, 15]))
+    assert out[0].tolist() == [0, 1000 + 10 * 2, 1000 + 11 * 2 + 1]
+    assert out[1].tolist() == [0, 102, 103]  # token 15 is past the doc's end
+
+
+def test_gradients_match_finite_differences_including_tok2vec():
+    nlp, parser, egs = inline_parser()
+    model = parser.model
+    docs = [eg.predicted for eg in egs]
+    derivs = parser._derivations(egs)
+    batches = [DerivationBatch.from_derivations(derivs)]
+    lls, backprop = model((docs, batches), is_train=True)
+    backprop([numpy.ones_like(ll) for ll in lls])
+
+    def total():
+        return float(sum(ll.sum() for ll in model((docs, batches), is_train=False)[0]))
+
+    rng = numpy.random.RandomState(0)
+    eps = 1e-3
+    checked = set()
+    for node in model.walk():
+        for name in node.param_names:
+            if not node.has_grad(name) or not node.get_param(name).size:
+                continue
+            param, grad = node.get_param(name), node.get_grad(name)
+            # the entries with the largest gradients (hashed embeddings are sparse)
+            flat = numpy.argsort(-numpy.abs(grad).ravel())[:2].tolist() + [rng.randint(grad.size)]
+            for i in flat:
+                idx = numpy.unravel_index(i, param.shape)
+                old = float(param[idx])
+                param[idx] = old + eps
+                up = total()
+                param[idx] = old - eps
+                down = total()
+                param[idx] = old
+                assert grad[idx] == pytest.approx((up - down) / (2 * eps), abs=1e-2, rel=5e-2), \
+                    (node.name, name)
+            checked.add((node.name, name))
+    names = {name for _, name in checked}
+    assert {"E", "W", "Wa", "Wl", "Wt"} <= names  # the ISBN core
+    assert any(node == "linear" for node, _ in checked)  # the projection
+    assert any(node.startswith("hashembed") for node, _ in checked)  # into tok2vec
+
+
+def test_forward_matches_the_step_scorer_along_gold_derivations():
+    """The batched training pass and the scorer the search uses give the same
+    log P(tree | words) of each gold sentence."""
+    nlp, parser, egs = inline_parser(n_docs=1)
+    doc = egs[0].reference
+    ext = parser.extractor
+    vectors, _, _ = project_tokens(parser.model, [egs[0].predicted])
+    scorer = ISBNScorer(parser.model, vectors)
+    derivs = parser._derivations(egs)
+    assert len(derivs) == 3  # given the words, sentences are not chained
+    batch = DerivationBatch.from_derivations(derivs)
+    batch.vectors = vectors
+    expected = parser.core(batch, is_train=False)[0].sum()
+    total = 0.0
+    for start, end in parser._gold_sentences(doc):
+        heads = [0] + [t.head.i - start + 1 if t.head.i != t.i else 0 for t in doc[start:end]]
+        labels = [0] + [parser.lexicon.label_ids[t.dep_] for t in doc[start:end]]
+        inputs = parser._inputs(parser._records(doc[start:end]))
+        config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
+        states = []
+
+        def state(first=False):
+            parents = numpy.concatenate([
+                states[s] if s >= 0 else numpy.zeros(scorer.nH, "float32")
+                for s in config.sources()])[None, :]
+            feats = numpy.full((1, ext.width), -1, dtype="int32")
+            if first:
+                feats[0, 0] = 0
+            else:
+                feats[0] = config.features()
+            feats = scorer.vector_ids(feats, numpy.array([start]), numpy.array([len(doc)]))
+            H = scorer.states(parents, feats)
+            states.append(H[0])
+            config.register_state(len(states) - 1)
+            return H
+
+        H = state(first=True)
+        no_end = numpy.array([False])
+        total += scorer.tag_logprobs(H, no_end)[0, 0]  # the first word: certain
+        for action, label in oracle_derivation(heads, labels):
+            H = state()
+            total += scorer.actions(H, numpy.array([config.legal_actions()]))[0, action]
+            if action in (LEFT, RIGHT):
+                total += scorer.label_logprobs(H, action, [config.label_kind(action)])[0, label]
+            elif action == SHIFT:
+                end = numpy.array([config.end_is_legal()])
+                total += scorer.tag_logprobs(H, end)[0, 0 if config.front < inputs.n else 1]
+            config.apply(action, label)
+    assert total == pytest.approx(float(expected), abs=1e-3)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """tok2vec + a conditional isbn_parser listening to it, trained on tiny docs."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": tok2vec_config(32)})
+    nlp.add_pipe("isbn_parser", config=parser_config(listener=True, width=32))
+    egs = examples(nlp, 16)
+    optimizer = nlp.initialize(lambda: egs)
+    optimizer.learn_rate = 0.01
+    for _ in range(40):
+        nlp.update(egs, sgd=optimizer)
+    path = tmp_path_factory.mktemp("conditional") / "nlp"
+    nlp.to_disk(path)
+    return nlp, path, egs
+
+
+def test_trained_pipeline_parses_its_training_docs(trained):
+    nlp, _, egs = trained
+    scores = nlp.evaluate(egs)
+    assert scores["dep_las"] > 0.9
+    assert scores["sents_f"] > 0.9
+
+
+def test_saved_pipeline_parses_raw_text_in_a_fresh_process(trained):
+    """spacy.load in a new interpreter; raw strings become several sentences
+    with the tiny language's trees, whatever the words' spelling."""
+    _, path, _ = trained
+    code = (
+        "import spacy, json\n"
+        f"nlp = spacy.load({str(path)!r})\n"
+        "out = []\n"
+        "for text in ['the dog barks . a cat sees the dog .', 'cats sleep . the old man sleeps .']:\n"
+        "    doc = nlp(text)\n"
+        "    out.append([[(t.text, t.dep_, t.head.i - s.start) for t in s] for s in doc.sents])\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = __import__("json").loads(done.stdout)
+    assert len(first) == 2 and len(second) == 2
+    assert first[0] == [["the", "det", 1], ["dog", "nsubj", 2], ["barks", "root", 2],
+                        [".", "punct", 2]]
+    assert ["dog", "obj", 2] in first[1]
+    assert second[1][1] == ["old", "amod", 2]

@@ -299,6 +299,45 @@ def set_beam(model: Path, beam_width: int) -> None:
     print(f"{model}: beam_width = {beam_width}")
 
 
+def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: int = 64) -> dict:
+    """Choose the ``isbn_reranker``'s weight (lambda in log P_cond + lambda
+    log P_gen) by LAS on ``dev`` as raw text, and save it with the pipeline.
+    The pipeline runs once; the candidates' scores do not depend on lambda."""
+    from spacy.training import Example
+
+    nlp = spacy.load(_require(model, "pipeline"))
+    names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
+    if not names:
+        raise CliError(f"{model}: no isbn_reranker component to choose the weight of "
+                       f"(components: {', '.join(nlp.pipe_names) or 'none'})")
+    if not weights:
+        raise CliError("give at least one weight")
+    name = names[0]
+    reranker = nlp.get_pipe(name)
+    refs = list(DocBin().from_disk(_require(dev, "corpus")).get_docs(nlp.vocab))
+    inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
+                               spaces=[bool(t.whitespace_) for t in d]) for d in refs]
+    with nlp.select_pipes(disable=[name]):
+        preds = list(nlp.pipe(inputs, batch_size=batch_size))
+    candidates = reranker.candidates(preds)
+    las = {}
+    for weight in weights:
+        reranker.annotate(preds, candidates, weight)
+        las[weight] = score_dependencies([Example(p, r) for p, r in zip(preds, refs)])["las"]
+        print(f"rerank_weight {weight:g}: dev LAS {100 * las[weight]:.2f}")
+    best = max(weights, key=lambda w: las[w])  # the first of equals: the smaller weight
+    config_path = Path(model) / "config.cfg"
+    config = spacy.util.load_config(config_path)
+    config["components"][name]["rerank_weight"] = best
+    config.to_disk(config_path)
+    cfg_path = Path(model) / name / "cfg"
+    cfg = srsly.read_json(cfg_path)
+    cfg["rerank_weight"] = best
+    srsly.write_json(cfg_path, cfg)
+    print(f"{model}: rerank_weight = {best:g}")
+    return {"rerank_weight": best, "dev_las": {str(w): v for w, v in las.items()}}
+
+
 def evaluate(
     model: Path,
     data: Path,
@@ -351,7 +390,11 @@ def evaluate(
                        f"(components: {', '.join(nlp.pipe_names)})")
     if gold_tags:
         inputs = [gold_tagged_doc(d, gold_sentences) for d in refs]
-        names = [parser_name]
+        # the parser, what it reads (a conditional parser: tok2vec) and what reranks it
+        reads_vectors = not getattr(parser, "generative", True)
+        names = [n for n in nlp.pipe_names if n == parser_name
+                 or (reads_vectors and nlp.get_pipe_meta(n).factory == "tok2vec")
+                 or nlp.get_pipe_meta(n).factory == "isbn_reranker"]
     else:
         inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
                                    spaces=[bool(t.whitespace_) for t in d],
@@ -439,6 +482,12 @@ def _main(argv: Optional[List[str]]) -> None:
     p = sub.add_parser("set-beam", help="set the default beam width of a saved pipeline")
     p.add_argument("model", type=Path)
     p.add_argument("beam_width", type=int)
+    p = sub.add_parser("rerank-weight",
+                       help="choose isbn_reranker's weight on dev (raw text) and save it with the pipeline")
+    p.add_argument("model", type=Path)
+    p.add_argument("dev", type=Path)
+    p.add_argument("--weights", default="0,0.1,0.2,0.3,0.5,0.75,1,1.5,2",
+                   help="comma-separated candidates (default: %(default)s)")
     p = sub.add_parser("evaluate", help="parse a .spacy file and write metrics JSON")
     p.add_argument("model", type=Path)
     p.add_argument("data", type=Path)
@@ -542,6 +591,12 @@ def _main(argv: Optional[List[str]]) -> None:
                   max_steps=args.max_steps)
     elif args.cmd == "set-beam":
         set_beam(args.model, args.beam_width)
+    elif args.cmd == "rerank-weight":
+        try:
+            weights = [float(w) for w in args.weights.split(",") if w.strip()]
+        except ValueError:
+            raise CliError(f"--weights {args.weights!r}: give numbers separated by commas") from None
+        rerank_weight(args.model, args.dev, weights)
     elif args.cmd == "evaluate":
         evaluate(args.model, args.data, args.output, gold_tags=not args.pipeline_tags,
                  gold_sentences=not args.parser_sentences, beam_width=args.beam_width,

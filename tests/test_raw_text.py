@@ -218,17 +218,20 @@ def test_reported_scores_equal_the_training_forward(pipeline, joint, beam_width,
     assert doc._.isbn_logprob == pytest.approx(sum(lp for _, _, lp in doc._.isbn_sentences), abs=1e-3)
 
 
-@pytest.mark.parametrize("config_name", ["ewt", "ddt"])
-def test_shipped_config_trains_the_parser_on_the_taggers_predictions(config_name, monkeypatch):
-    """With the shipped config's annotating components, the Docs isbn_parser
-    learns from carry the tags the tagger predicts at run time (a tagger that
-    listens to a tok2vec that does not annotate would tag from zeros)."""
+@pytest.mark.parametrize("config_name,generative", [
+    ("ewt", "isbn_reranker"), ("ddt", "isbn_reranker"), ("ewt_generative", "isbn_parser")])
+def test_shipped_config_trains_the_parser_on_the_taggers_predictions(config_name, generative,
+                                                                     monkeypatch):
+    """With the shipped config's annotating components, the Docs the
+    generative parser (the shipped pipeline's reranker) learns from carry the
+    tags the tagger predicts at run time (a tagger that listens to a tok2vec
+    that does not annotate would tag from zeros)."""
     from pathlib import Path
 
     from spacy.util import load_config, load_model_from_config
 
     config = load_config(Path(__file__).parents[1] / "configs" / f"{config_name}.cfg",
-                         overrides={"components.isbn_parser.cutoff": 1,
+                         overrides={f"components.{generative}.cutoff": 1,
                                     "training.optimizer.learn_rate.warmup_steps": 1},
                          interpolate=True)
     nlp = load_model_from_config(config, auto_fill=True)
@@ -239,18 +242,18 @@ def test_shipped_config_trains_the_parser_on_the_taggers_predictions(config_name
     for _ in range(30):
         nlp.update(make(), sgd=optimizer, annotates=annotates)
         optimizer.step_schedules()
-    seen = _spy_on_parser_tags(nlp, monkeypatch)
+    seen = _spy_on_parser_tags(nlp, monkeypatch, generative)
     nlp.update(make(), annotates=annotates, sgd=False)
-    with nlp.select_pipes(disable=["isbn_parser"]):
+    with nlp.select_pipes(enable=["tok2vec", "tagger", "morphologizer"]):
         predicted = [[t.tag_ for t in nlp(Doc(nlp.vocab, words=[t.text for t in r]))] for r in refs]
     assert seen == predicted
     assert len({tag for tags in seen for tag in tags}) > 2
 
 
-def _spy_on_parser_tags(nlp, monkeypatch) -> list:
-    """The tags of the predicted Docs isbn_parser.update receives, as they come."""
+def _spy_on_parser_tags(nlp, monkeypatch, name: str = "isbn_parser") -> list:
+    """The tags of the predicted Docs the parser's update receives, as they come."""
     seen = []
-    parser = nlp.get_pipe("isbn_parser")
+    parser = nlp.get_pipe(name)
     original = type(parser).update
     monkeypatch.setattr(type(parser), "update", lambda self, egs, **kw: (
         seen.extend([t.tag_ for t in eg.predicted] for eg in egs), original(self, egs, **kw))[1])
@@ -273,7 +276,7 @@ def test_jackknifed_variant_trains_the_parser_on_the_stored_tags(tmp_path, monke
         ref.user_data[JACKKNIFED_KEY] = {"tag": ["NN" if t.tag_ == "DT" else t.tag_ for t in ref],
                                          "pos": [""] * len(ref), "morph": [""] * len(ref)}
     DocBin(docs=refs, store_user_data=True).to_disk(tmp_path / "train.spacy")
-    config = load_config(Path(__file__).parents[1] / "configs" / "ewt.cfg",
+    config = load_config(Path(__file__).parents[1] / "configs" / "ewt_generative.cfg",
                          overrides={"paths.train": str(tmp_path / "train.spacy"),
                                     "paths.dev": str(tmp_path / "train.spacy"),
                                     "corpora.train.jackknifed_tags": True,
@@ -298,7 +301,7 @@ def test_jackknife_tags_each_doc_with_a_tagger_not_trained_on_it(tmp_path):
     from spacy_isbn.corpus.readers import JACKKNIFED_KEY
     from spacy_isbn.jackknife import jackknife, tagger_config
 
-    config = Path(__file__).parents[1] / "configs" / "ewt.cfg"
+    config = Path(__file__).parents[1] / "configs" / "ewt_generative.cfg"
     kept = tagger_config(config, tmp_path / "tagger.cfg")
     assert kept == ["tok2vec", "tagger", "morphologizer"]
     written = load_config(tmp_path / "tagger.cfg")

@@ -205,6 +205,9 @@ class DerivationBatch:
     tok_end: Optional[numpy.ndarray] = None
     # the conditional model's projected token vectors (``project_tokens``)
     vectors: Optional[numpy.ndarray] = None
+    # (B, T): the output each state's log-probs add to (default: its
+    # derivation's), e.g. one per sentence of a chain
+    groups: Optional[numpy.ndarray] = None
 
     @classmethod
     def from_derivations(cls, derivs: List[Derivation]) -> "DerivationBatch":

@@ -480,8 +480,11 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         Hs[:, t] = _sigmoid(a)
     Hs *= batch.valid[..., None]
 
-    sent_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
-    ll = numpy.zeros((B,), dtype=dtype)
+    if batch.groups is None:
+        sent_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
+    else:
+        sent_of = batch.groups
+    ll = numpy.zeros((int(sent_of.max()) + 1 if sent_of.size else 0,), dtype=dtype)
     pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
 
     def add(key, sel, lp, bp):

@@ -46,7 +46,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..model.derivation import (
-    Derivation, build_derivation, chain_derivations, place_tokens,
+    Derivation, DerivationBatch, build_derivation, chain_derivations, place_tokens,
 )
 from ..model.features import FeatureExtractor, JointTables, SentenceInputs, parse_templates
 from ..model.isbn import ISBNScorer, core_of, nll_per_word, project_tokens
@@ -90,6 +90,7 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "cutoff": 5,
         "max_batch_words": 2000,
         "segment_length": 1000,
+        "sentence_kbest": False,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -114,6 +115,7 @@ def make_isbn_parser(
     cutoff: int,
     max_batch_words: int,
     segment_length: int,
+    sentence_kbest: bool,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -124,11 +126,14 @@ def make_isbn_parser(
     Doc has none); tag_top_k: tags and bundles expanded per word when tagging
     jointly; cutoff: rarer values map to unknown classes; max_batch_words:
     words per training step batch; segment_length: docs longer than this are
-    searched in pieces side by side (0: never)."""
+    searched in pieces side by side (0: never); sentence_kbest: the
+    conditional model searches each sentence it found again on its own, for
+    per-sentence k-best lists (what ``isbn_reranker`` reranks)."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
-        max_batch_words=max_batch_words, segment_length=segment_length, scorer=scorer,
+        max_batch_words=max_batch_words, segment_length=segment_length,
+        sentence_kbest=sentence_kbest, scorer=scorer,
     )
 
 
@@ -212,6 +217,7 @@ class ISBNParser(TrainablePipe):
         cutoff: int = 5,
         max_batch_words: int = 2000,
         segment_length: int = 1000,
+        sentence_kbest: bool = False,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
@@ -227,6 +233,7 @@ class ISBNParser(TrainablePipe):
             "multiroot": multiroot, "tag_attr": tag_attr, "tagging": tagging,
             "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words, "segment_length": segment_length,
+            "sentence_kbest": sentence_kbest,
         }
         self.lexicon = Lexicon(cutoff)
         self._extractor: Optional[FeatureExtractor] = None
@@ -296,13 +303,92 @@ class ISBNParser(TrainablePipe):
             heads = [t.head.i - start for t in toks]
             if any(h < 0 or h >= len(toks) for h in heads):
                 continue
-            labels = [t.dep_ for t in toks]
-            proj_heads, deco = projectivize(heads, labels, self.cfg["multiroot"])
-            gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(proj_heads)]
-            n_roots = sum(1 for h in gold[1:] if h == 0)
-            if n_roots > 1 and not self.cfg["multiroot"]:
-                continue
-            yield (start, end), gold, deco
+            oracle = self._oracle_tree(heads, [t.dep_ for t in toks])
+            if oracle is not None:
+                yield (start, end), oracle[0], oracle[1]
+
+    def _oracle_tree(self, heads: List[int], labels: List[str]):
+        """A sentence's tree (local 0-based heads, root = self) as the
+        derivations read it: projective 1-based heads (0 = root) and
+        decorated labels; None if it has more roots than allowed."""
+        proj_heads, deco = projectivize(heads, labels, self.cfg["multiroot"])
+        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(proj_heads)]
+        n_roots = sum(1 for h in gold[1:] if h == 0)
+        if n_roots > 1 and not self.cfg["multiroot"]:
+            return None
+        return gold, deco
+
+    def tree_logprobs(self, items: List[Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]]
+                      ) -> List[numpy.ndarray]:
+        """The generative model's log P(tree, words) of given trees, by
+        forced derivations (the training forward).  ``items``: a doc and its
+        sentences as (start, end, absolute heads, labels), chained as in
+        training (each conditioned on the one before); returns per item its
+        sentences' log-probs (-inf for a tree the model cannot derive: a label
+        it never saw, too many roots).  The tags are the doc's (see ``tagging``)."""
+        if not self.generative:
+            raise ValueError(f"{self.name}: tree_logprobs needs objective = 'generative'")
+        lex, ext = self.lexicon, self.extractor
+        out = [numpy.full(len(sents), -numpy.inf) for _, sents in items]
+        chains: List[Tuple[int, List[int], List[Derivation]]] = []
+        for i, (doc, sents) in enumerate(items):
+            records = self._records(doc)
+            chain: Tuple[int, List[int], List[Derivation]] = (i, [], [])
+            for k, (start, end, heads, labels) in enumerate(sents):
+                local = [h - start for h in heads]
+                oracle = None
+                if all(0 <= h < end - start for h in local):
+                    oracle = self._oracle_tree(local, list(labels))
+                label_ids = [] if oracle is None else [lex.label_ids.get(x, -1) for x in oracle[1]]
+                if oracle is None or min(label_ids) < 0:
+                    if chain[2]:
+                        chains.append(chain)
+                    chain = (i, [], [])
+                    continue
+                chain[1].append(k)
+                chain[2].append(build_derivation(self._inputs(records[start:end]), oracle[0],
+                                                 [0] + label_ids, ext, self.end_tag,
+                                                 self.cfg["multiroot"]))
+            if chain[2]:
+                chains.append(chain)
+        order = sorted(range(len(chains)), key=lambda c: sum(d.n_states for d in chains[c][2]))
+        limit = max(1, self.cfg["max_batch_words"])
+        while order:
+            batch, words = [], 0
+            while order and (not batch or words < limit):
+                batch.append(chains[order.pop(0)])
+                words += sum(d.n_words for d in batch[-1][2])
+            arrays = DerivationBatch.from_derivations([chain_derivations(c[2]) for c in batch])
+            # one output per sentence of each chain
+            arrays.groups = numpy.zeros(arrays.valid.shape, dtype="int64")
+            group = 0
+            for b, (_, _, derivs) in enumerate(batch):
+                sizes = [d.n_states for d in derivs]
+                arrays.groups[b, : sum(sizes)] = numpy.repeat(numpy.arange(group, group + len(sizes)),
+                                                              sizes)
+                group += len(sizes)
+            lps = self.model(arrays, is_train=False)[0]
+            group = 0
+            for i, ks, derivs in batch:
+                out[i][ks] = lps[group: group + len(ks)]
+                group += len(ks)
+        return out
+
+    def doc_tree_logprobs(self, docs: Iterable[Doc]) -> List[Tuple[float, List[List]]]:
+        """Per doc: the generative log P(trees, words) of the trees already
+        set on it (``token.head``/``dep_``, e.g. by another parser or by hand)
+        and its sentences as [start, end, logprob]."""
+        docs = list(docs)
+        items = []
+        for doc in docs:
+            self._require_tags(doc)  # a forced derivation generates the doc's own tags
+            heads = [t.head.i for t in doc]
+            items.append((doc, [(start, end, heads[start:end], [t.dep_ for t in doc[start:end]])
+                                for start, end in sentence_spans_from_heads(heads)]))
+        out = []
+        for (doc, sents), lps in zip(items, self.tree_logprobs(items)):
+            out.append((float(lps.sum()), [[s, e, float(lp)] for (s, e, _, _), lp in zip(sents, lps)]))
+        return out
 
     # -- training ---------------------------------------------------------------
     def initialize(
@@ -489,9 +575,11 @@ class ISBNParser(TrainablePipe):
         """Per doc, the parses of its pieces (see :func:`doc_pieces`) as
         ``(first token, parse)``, all docs' pieces searched together.
         Sentence starts set on the doc (``token.is_sent_start`` True or
-        False) are kept; where unset the model decides."""
+        False) are kept; where unset the model decides.  With
+        ``sentence_kbest`` (the conditional model, whose sentences are
+        independent given the words) each sentence found is then searched on
+        its own, so ``doc._.isbn_kbest`` holds every sentence's k best trees."""
         docs = list(docs)
-        out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in docs]
         groups: Dict[bool, list] = {False: [], True: []}
         for d, doc in enumerate(docs):
             if len(doc) == 0:
@@ -504,14 +592,34 @@ class ISBNParser(TrainablePipe):
                 groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
         vectors = None
         if not self.generative:
-            vectors, doc_rows, _ = project_tokens(self.model, docs)
+            vectors = project_tokens(self.model, docs)[:2]
+        out = self._parse_pieces(len(docs), groups, vectors)
+        if self.cfg.get("sentence_kbest") and not self.generative:
+            sentences = []
+            for d, pieces in enumerate(out):
+                inputs = self._inputs(self._records(docs[d]))
+                for offset, seg in pieces:
+                    for sent in seg.sentences:
+                        start = offset + sent.start
+                        n = len(sent.heads)
+                        sentences.append(((d, start), (inputs.span(start, start + n),
+                                                       [False] * (n - 1) + [True])))
+            out = self._parse_pieces(len(docs), {False: sentences}, vectors)
+        return out
+
+    def _parse_pieces(self, n_docs: int, groups: Dict[bool, list], vectors) -> List[list]:
+        """Search the pieces ``(d, start), (inputs, ends)`` of each group (joint
+        tagging or not); ``vectors``: the conditional model's projected token
+        vectors and each doc's first row in them."""
+        out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in range(n_docs)]
         for joint, items in groups.items():
             if items:
                 search_vectors = None
                 if vectors is not None:  # the pieces' token vectors, in the search's order
+                    table, doc_rows = vectors
                     A = len(self.core.attrs["vector_columns"])
                     search_vectors = numpy.concatenate(
-                        [vectors[doc_rows[d] + start * A: doc_rows[d] + (start + seg[0].n) * A]
+                        [table[doc_rows[d] + start * A: doc_rows[d] + (start + seg[0].n) * A]
                          for (d, start), seg in items])
                 search = self._search(joint, search_vectors)
                 parses = search.parse_many([seg for _, seg in items])

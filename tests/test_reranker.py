@@ -1,0 +1,147 @@
+"""isbn_reranker: the generative ISBN reranking a conditional isbn_parser's k best."""
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_isbn.model.derivation import DerivationBatch
+
+from .test_conditional import SENTENCES, parser_config, tok2vec_config
+
+TAGS = {"the": "DT", "a": "DT", "dog": "NN", "cat": "NN", "man": "NN", "dogs": "NNS",
+        "cats": "NNS", "barks": "VBZ", "sees": "VBZ", "sleeps": "VBZ", "chase": "VBP",
+        "sleep": "VBP", "big": "JJ", "old": "JJ", ".": "."}
+
+
+def tagged_examples(nlp, n_docs, seed=0):
+    rng = numpy.random.RandomState(seed)
+    out = []
+    for _ in range(n_docs):
+        words, heads, deps = [], [], []
+        for i in rng.randint(len(SENTENCES), size=3):
+            sent_words, sent_heads, sent_deps = SENTENCES[i]
+            heads += [h + len(words) for h in sent_heads]
+            words += sent_words
+            deps += sent_deps
+        gold = Doc(nlp.vocab, words=words, heads=heads, deps=deps,
+                   tags=[TAGS[w] for w in words])
+        out.append(Example(Doc(nlp.vocab, words=words), gold))
+    return out
+
+
+@pytest.fixture(scope="module")
+def pipeline():
+    """tok2vec, tagger, a conditional isbn_parser (per-sentence k best) and
+    the generative isbn_reranker, trained together on tiny docs."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": tok2vec_config(32)})
+    nlp.add_pipe("tagger", config={"model": {
+        "@architectures": "spacy.Tagger.v2",
+        "tok2vec": tok2vec_config(32, listener=True)}})
+    config = parser_config(listener=True, width=32, beam_width=4)
+    config["sentence_kbest"] = True
+    nlp.add_pipe("isbn_parser", config=config)
+    nlp.add_pipe("isbn_reranker", config={"rerank_weight": 0.5, "model": {
+        "@architectures": "spacy_isbn.ISBNParser.v1", "hidden_width": 12, "init_scale": 0.5}})
+    egs = tagged_examples(nlp, 16)
+    optimizer = nlp.initialize(lambda: egs)
+    optimizer.learn_rate = 0.01
+    for _ in range(40):
+        nlp.update(egs, sgd=optimizer, annotates=["tagger"])
+    return nlp, egs
+
+
+def test_conditional_parser_leaves_each_sentences_k_best(pipeline):
+    nlp, _ = pipeline
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        doc = nlp("the dog barks . cats sleep .")
+    assert [(start, end) for start, end, _ in doc._.isbn_kbest] == [(0, 4), (4, 7)]
+    for start, end, analyses in doc._.isbn_kbest:
+        assert 1 < len(analyses) <= 4
+        scores = [a[0] for a in analyses]
+        assert scores == sorted(scores, reverse=True) and all(s <= 0 for s in scores)
+        assert all(len(a[1]) == end - start for a in analyses)
+
+
+def test_reranked_trees_and_sentences(pipeline):
+    nlp, egs = pipeline
+    scores = nlp.evaluate(egs)
+    assert scores["dep_las"] > 0.9 and scores["sents_f"] > 0.9
+    doc = nlp("the old man sleeps . a cat sees the dog .")
+    assert [[t.text for t in s] for s in doc.sents] == [
+        "the old man sleeps .".split(), "a cat sees the dog .".split()]
+    assert [(t.dep_, t.head.i) for t in doc[5:11]] == [
+        ("det", 6), ("nsubj", 7), ("root", 7), ("det", 9), ("obj", 7), ("punct", 7)]
+
+
+def test_reported_logprob_is_the_generative_forward_of_the_returned_trees(pipeline):
+    """doc._.isbn_logprob = the training forward's log P(trees, words) of the
+    returned trees (sentences chained), span._.isbn_logprob its sentences'."""
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp("the dog barks . dogs chase big cats . cats sleep .")
+    derivs = reranker._derivations([Example(doc, doc)])
+    assert len(derivs) == 1  # the three sentences, chained
+    ll = reranker.model(DerivationBatch.from_derivations(derivs), is_train=False)[0]
+    assert doc._.isbn_logprob == pytest.approx(float(ll.sum()), abs=1e-4)
+    sents = list(doc.sents)
+    assert len(sents) == 3
+    assert sum(s._.isbn_logprob for s in sents) == pytest.approx(doc._.isbn_logprob, abs=1e-4)
+    # the k-best lists carry generative log-probs; the first is the returned tree
+    for start, end, analyses in doc._.isbn_kbest:
+        assert analyses[0][1] == [t.head.i for t in doc[start:end]]
+
+
+def test_weight_zero_keeps_the_conditional_choice(pipeline):
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    text = "a cat sees the dog . the old man sleeps ."
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        conditional = nlp(text)
+    cands = reranker.candidates([conditional])
+    reranker.annotate([conditional], cands, 0.0)
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        again = nlp(text)
+    assert [t.head.i for t in conditional] == [t.head.i for t in again]
+    # a large weight follows the generative scores alone
+    reranker.annotate([conditional], cands, 1e6)
+    for start, end, analyses in conditional._.isbn_kbest:
+        gen = [a[0] for a in analyses]
+        assert gen[0] == max(gen)
+
+
+def test_scores_any_given_tree(pipeline):
+    """The public forced-derivation score: a worse tree scores lower."""
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    good = nlp("the dog barks .")
+    bad = Doc(nlp.vocab, words=[t.text for t in good], tags=[t.tag_ for t in good],
+              heads=[3, 3, 3, 3], deps=["det", "nsubj", "punct", "root"])
+    (good_lp, _), (bad_lp, _) = reranker.doc_tree_logprobs([good, bad])
+    assert good_lp == pytest.approx(good._.isbn_logprob, abs=1e-4)
+    assert bad_lp < good_lp
+
+
+def test_reranker_without_candidates_says_what_is_missing(pipeline):
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp.get_pipe("tagger")(nlp.get_pipe("tok2vec")(nlp.make_doc("the dog barks .")))
+    doc._.isbn_kbest = None
+    with pytest.raises(ValueError, match="isbn_kbest"):
+        reranker(doc)
+
+
+def test_rerank_weight_is_chosen_on_dev_and_saved(pipeline, tmp_path):
+    from spacy.tokens import DocBin
+
+    from spacy_isbn.cli import rerank_weight
+
+    nlp, egs = pipeline
+    nlp.to_disk(tmp_path / "nlp")
+    DocBin(docs=[eg.reference for eg in egs[:6]]).to_disk(tmp_path / "dev.spacy")
+    result = rerank_weight(tmp_path / "nlp", tmp_path / "dev.spacy", [2.0, 0.0, 0.5])
+    best = result["rerank_weight"]
+    assert result["dev_las"][str(best)] == max(result["dev_las"].values())
+    loaded = spacy.load(tmp_path / "nlp")
+    assert loaded.get_pipe("isbn_reranker").cfg["rerank_weight"] == best

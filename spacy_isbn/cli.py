@@ -488,6 +488,18 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("dev", type=Path)
     p.add_argument("--weights", default="0,0.1,0.2,0.3,0.5,0.75,1,1.5,2",
                    help="comma-separated candidates (default: %(default)s)")
+    p = sub.add_parser("raw-benchmark",
+                       help="the shipped pipeline's settings and spaCy's pipeline on raw test text "
+                            "(CoNLL 2018 scores, whole-pipeline words/s)")
+    p.add_argument("test", type=Path, help="the test split as CoNLL-U / CoNLL-X")
+    p.add_argument("output", type=Path, help="metrics JSON")
+    p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--isbn-model", type=Path, default=None)
+    p.add_argument("--baseline-model", type=Path, default=None)
+    p.add_argument("--generative-model", type=Path, default=None)
+    p.add_argument("--beams", default="1,10", help="the conditional parser's beams (default: %(default)s)")
+    p.add_argument("--documents", type=Path, default=None,
+                   help="a document list TSV (when the file has no # newdoc comments)")
     p = sub.add_parser("evaluate", help="parse a .spacy file and write metrics JSON")
     p.add_argument("model", type=Path)
     p.add_argument("data", type=Path)
@@ -597,6 +609,25 @@ def _main(argv: Optional[List[str]]) -> None:
         except ValueError:
             raise CliError(f"--weights {args.weights!r}: give numbers separated by commas") from None
         rerank_weight(args.model, args.dev, weights)
+    elif args.cmd == "raw-benchmark":
+        from .evaluation import raw_text
+
+        models = [args.isbn_model, args.baseline_model, args.generative_model]
+        for path in models:
+            if path is not None:
+                _require(path, "pipeline")
+        try:
+            beams = [int(b) for b in args.beams.split(",") if b.strip()]
+        except ValueError:
+            raise CliError(f"--beams {args.beams!r}: give integers separated by commas") from None
+        if any(b < 1 for b in beams):
+            raise CliError(f"--beams {args.beams!r}: a beam width is at least 1")
+        systems = raw_text.systems_of(args.isbn_model, args.baseline_model, beams,
+                                      args.generative_model)
+        if not systems:
+            raise CliError("give --isbn-model, --baseline-model or --generative-model")
+        raw_text.run(_require(args.test, "test file"), systems, args.output,
+                     markdown=args.markdown, documents=args.documents)
     elif args.cmd == "evaluate":
         evaluate(args.model, args.data, args.output, gold_tags=not args.pipeline_tags,
                  gold_sentences=not args.parser_sentences, beam_width=args.beam_width,

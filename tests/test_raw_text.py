@@ -320,3 +320,33 @@ def test_jackknife_tags_each_doc_with_a_tagger_not_trained_on_it(tmp_path):
         stored = doc.user_data[JACKKNIFED_KEY]
         assert len(stored["tag"]) == len(stored["pos"]) == len(stored["morph"]) == len(doc)
         assert [list(s) for s in doc.user_data["isbn_sentences"]] == [[0, len(doc)]]  # kept
+
+
+def test_treebank_without_xpos_feats_or_lemmas_trains(tmp_path):
+    """Many UD treebanks leave XPOS (and FEATS, lemmas) empty: token.tag_ is
+    then the UPOS, so the shipped pipeline's tagger has labels and trains."""
+    from pathlib import Path
+
+    from spacy.tokens import DocBin
+    from spacy.util import load_config, load_model_from_config, resolve_dot_names
+
+    from spacy_isbn.corpus.conll import convert
+
+    fixture = Path(__file__).parent / "fixtures" / "no_xpos.conllu"
+    convert(fixture, tmp_path / "train.spacy", lang="en")
+    docs = list(DocBin().from_disk(tmp_path / "train.spacy").get_docs(spacy.blank("en").vocab))
+    assert [t.tag_ for t in docs[0]][:3] == ["PROPN", "VERB", "PUNCT"]
+    config = load_config(Path(__file__).parents[1] / "configs" / "ewt.cfg",
+                         overrides={"paths.train": str(tmp_path / "train.spacy"),
+                                    "paths.dev": str(tmp_path / "train.spacy"),
+                                    "components.isbn_parser.cutoff": 1,
+                                    "components.isbn_reranker.cutoff": 1}, interpolate=True)
+    nlp = load_model_from_config(config, auto_fill=True)
+    corpus = resolve_dot_names(config, ["corpora.train"])[0]
+    optimizer = nlp.initialize(lambda: corpus(nlp))
+    for _ in range(3):
+        nlp.update(list(corpus(nlp)), sgd=optimizer,
+                   annotates=config["training"]["annotating_components"])
+    doc = nlp("Sam sees the dog .")
+    assert all(t.tag_ for t in doc) and doc.has_annotation("DEP")
+    assert doc._.isbn_logprob < 0

@@ -145,3 +145,36 @@ def test_rerank_weight_is_chosen_on_dev_and_saved(pipeline, tmp_path):
     assert result["dev_las"][str(best)] == max(result["dev_las"].values())
     loaded = spacy.load(tmp_path / "nlp")
     assert loaded.get_pipe("isbn_reranker").cfg["rerank_weight"] == best
+
+
+def test_raw_benchmark_runs_each_setting(pipeline, tmp_path):
+    """The benchmark's rows: the conditional parser alone at each beam and
+    the shipped (reranked) setting, scored on words-only documents."""
+    import srsly
+
+    from spacy_isbn.cli import main
+
+    nlp, egs = pipeline
+    nlp.to_disk(tmp_path / "nlp")
+    lines = []
+    for eg in egs[:4]:
+        lines.append("# newdoc")
+        for sent in eg.reference.sents:
+            for i, t in enumerate(sent, start=1):
+                head = 0 if t.head.i == t.i else t.head.i - sent.start + 1
+                lines.append("\t".join([str(i), t.text, "_", "_", t.tag_, "_", str(head), t.dep_,
+                                        "_", "_"]))
+            lines.append("")
+    (tmp_path / "test.conllu").write_text("\n".join(lines) + "\n", encoding="utf8")
+    main(["raw-benchmark", str(tmp_path / "test.conllu"), str(tmp_path / "out.json"),
+          "--markdown", str(tmp_path / "out.md"), "--isbn-model", str(tmp_path / "nlp"),
+          "--beams", "1,4"])
+    result = srsly.read_json(tmp_path / "out.json")
+    assert result["docs"] == 4
+    rows = {row["name"]: row for row in result["systems"]}
+    assert set(rows) == {"conditional isbn_parser b=1", "conditional isbn_parser b=4",
+                         "conditional + generative reranking (shipped)"}
+    assert "isbn_reranker" not in rows["conditional isbn_parser b=1"]["components"]
+    assert "isbn_reranker" in rows["conditional + generative reranking (shipped)"]["components"]
+    assert all(row["scores"]["las"] > 0.8 for row in rows.values())
+    assert "| conditional isbn_parser b=4 |" in (tmp_path / "out.md").read_text()

@@ -282,6 +282,8 @@ def _group_to_doc(group: list[ConllSentence], vocab: Vocab, fmt: str, conllx_tag
         spaces += sent.spaces
         lemmas += ["" if x == "_" else x for x in sent.lemmas]
         columns = {"cpostag": sent.upos, "postag": sent.xpos}
+        if fmt == "conllu":  # XPOS where the treebank has it, else UPOS (many UD treebanks)
+            columns["postag"] = [u if x == "_" else x for x, u in zip(sent.xpos, sent.upos)]
         tags += ["" if x == "_" else x for x in columns[tag_column]]
         pos += [x if x in _POS else "" for x in sent.upos]
         feats = sent.feats

@@ -1,0 +1,115 @@
+"""The shipped pipeline's settings on raw text, side by side with spaCy's.
+
+Each system is a trained pipeline run on the test documents given as words
+only (no tags, no sentence boundaries; one Doc per document), scored as in
+the CoNLL 2018 shared task (:func:`~.metrics.score_conll18`), and timed
+through the whole pipeline (``nlp.pipe``).  The isbn pipeline runs as:
+the conditional parser alone (no reranking) at each beam, and the shipped
+setting (per-sentence k best reranked by the generative model).
+"""
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import spacy
+import srsly
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from .benchmark import read_documents
+from .metrics import score_conll18
+
+
+def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
+               beams: Sequence[int], generative_model: Optional[Path] = None) -> List[dict]:
+    """The rows to run: spaCy's pipeline, the conditional parser alone at
+    each beam, the shipped setting (its own beam, reranked), and optionally
+    a generative-only pipeline at each beam."""
+    rows = []
+    if baseline_model is not None:
+        rows.append({"name": "spaCy tagger,morphologizer,parser", "model": str(baseline_model)})
+    if isbn_model is not None:
+        rows += [{"name": f"conditional isbn_parser b={b}", "model": str(isbn_model), "beam": b,
+                  "rerank": False} for b in beams]
+        rows.append({"name": "conditional + generative reranking (shipped)",
+                     "model": str(isbn_model), "rerank": True})
+    if generative_model is not None:
+        rows += [{"name": f"generative isbn_parser b={b}", "model": str(generative_model),
+                  "beam": b} for b in beams]
+    return rows
+
+
+def _configure(nlp, system: dict) -> List[str]:
+    """Set the system's beam and reranking; returns the components to run."""
+    names = list(nlp.pipe_names)
+    rerankers = [n for n in names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
+    for name in names:
+        if nlp.get_pipe_meta(name).factory != "isbn_parser":
+            continue
+        pipe = nlp.get_pipe(name)
+        if "beam" in system:
+            pipe.cfg["beam_width"] = system["beam"]
+        if rerankers:
+            pipe.cfg["sentence_kbest"] = bool(system.get("rerank"))
+    if system.get("rerank") is False:
+        names = [n for n in names if n not in rerankers]
+    elif system.get("rerank") and not rerankers:
+        raise ValueError(f"{system['model']}: no isbn_reranker to rerank with")
+    return names
+
+
+def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Path] = None,
+        documents: Optional[Path] = None, batch_size: int = 64) -> dict:
+    """Run and score ``systems`` on the documents of the CoNLL file ``test``;
+    write the rows to ``output`` (JSON) and ``markdown``."""
+    loaded: Dict[str, spacy.language.Language] = {}
+    rows = []
+    refs, source = None, None
+    for system in systems:
+        if system["model"] not in loaded:
+            loaded[system["model"]] = spacy.load(system["model"])
+        nlp = loaded[system["model"]]
+        if refs is None:
+            refs, source = read_documents(test, nlp.vocab, documents)
+        names = _configure(nlp, system)
+        inputs = [Doc(nlp.vocab, words=[t.text for t in r], spaces=[bool(t.whitespace_) for t in r])
+                  for r in refs]
+        with nlp.select_pipes(enable=names):
+            start = time.perf_counter()
+            preds = list(nlp.pipe(inputs, batch_size=batch_size))
+            seconds = time.perf_counter() - start
+        scores = score_conll18([Example(p, r) for p, r in zip(preds, refs)])
+        words = sum(len(r) for r in refs)
+        rows.append({**system, "components": names, "scores": scores, "seconds": seconds,
+                     "words_per_second": words / max(seconds, 1e-9)})
+        print(f"{system['name']}: LAS {100 * scores['las']:.2f}, "
+              f"sentence F1 {100 * scores['sentences']['f1']:.2f}, {words / seconds:.0f} words/s")
+    reference = next((r["words_per_second"] for r in rows if r["name"].startswith("spaCy")), None)
+    for row in rows:
+        row["x_spacy"] = None if reference is None else row["words_per_second"] / reference
+    result = {"test": str(test), "documents": source, "docs": len(refs or []),
+              "words": sum(len(r) for r in refs or []), "systems": rows}
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    srsly.write_json(output, result)
+    if markdown is not None:
+        Path(markdown).write_text(to_markdown(result), encoding="utf8")
+    return result
+
+
+def to_markdown(result: dict) -> str:
+    def pct(value):
+        return "-" if value is None else f"{100 * value:.2f}"
+
+    lines = [f"# Raw text: {result['test']} ({result['docs']} documents from "
+             f"{result['documents']}, {result['words']} words)", "",
+             "Words only (no tags, no sentence boundaries), one Doc per document; CoNLL 2018 "
+             "scores over all words, punctuation included. Words/s: the whole pipeline.", "",
+             "| System | LAS | UAS | Sent F1 | UPOS | XPOS | UFeats | Words/s | x spaCy |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in result["systems"]:
+        s = row["scores"]
+        ratio = "-" if row["x_spacy"] is None else f"{row['x_spacy']:.2f}"
+        lines.append(f"| {row['name']} | {pct(s['las'])} | {pct(s['uas'])} | "
+                     f"{pct(s['sentences']['f1'])} | {pct(s['upos'])} | {pct(s['xpos'])} | "
+                     f"{pct(s['ufeats'])} | {row['words_per_second']:.0f} | {ratio} |")
+    return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Linear, Model
+from thinc.api import Linear, Model, NumpyOps
 from thinc.types import Floats1d, Floats2d
 
 from ..transitions.arc_eager import ARC_EAGER
@@ -164,10 +164,16 @@ def conditional_forward(model: Model, inputs, is_train: bool):
 
 def _build_core(hidden_width: int, features: str, latent_edges: bool, approximation: str,
                 init_scale: float, iterations: int, objective: str) -> Model[DerivationBatch, Floats1d]:
+    """The ISBN layer.  Its parameters stay on the CPU (NumpyOps) whatever
+    the current ops: the lockstep steps and the search are CPU work, while a
+    tok2vec and the projection feeding a conditional model may run on a GPU
+    (``spacy train --gpu-id 0``); thinc's optimizer updates each parameter
+    with the ops of its own array."""
     return Model(
         "isbn",
         forward,
         init=init,
+        ops=NumpyOps(),
         dims={"nH": hidden_width, "nF": None, "nL": None, "nT": None, "nB": None, "nV": None,
               "nA": ARC_EAGER.n_actions, "nR": ARC_EAGER.n_relations,
               "nK": len(ARC_EAGER.labelled_actions)},

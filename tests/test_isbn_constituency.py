@@ -47,3 +47,30 @@ def test_isbn_constituency_trains_parses_and_serialises(tmp_path):
     both = loaded(Doc(loaded.vocab, words=words, tags=trees[0].tags() + trees[1].tags()))
     assert [s.text for s in both.sents] == ["the dog barks .", "cats sleep ."]
     assert [s._.labels for s in both.sents] == [("S",), ("S",)]
+
+
+def test_conditional_constituency_parser_reads_token_vectors(tmp_path):
+    """objective = "conditional" on the left-corner system: trained with a
+    tok2vec listener (the tags on the Doc are only the preterminals), it
+    parses and finds where two sentences end."""
+    from .test_conditional import tok2vec_config
+
+    nlp = spacy.blank("en")
+    trees = [t for text in TREES for t in parse_bracketed(text)]
+    examples = [Example(_tagged(nlp, t), tree_to_doc(t, nlp.vocab)) for t in trees]
+    nlp.add_pipe("tok2vec", config={"model": tok2vec_config(32)})
+    nlp.add_pipe("isbn_constituency", config={"cutoff": 1, "beam_width": 4, "model": {
+        "hidden_width": 24, "objective": "conditional", "features": "conditional",
+        "tok2vec": tok2vec_config(32, listener=True)}})
+    optimizer = nlp.initialize(lambda: examples)
+    optimizer.learn_rate = 0.01
+    for _ in range(60):
+        nlp.update(examples, sgd=optimizer)
+    assert nlp.evaluate(examples)["constituency_f"] == 1.0
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    both = loaded(Doc(loaded.vocab, words=trees[2].words() + trees[1].words(),
+                      tags=trees[2].tags() + trees[1].tags()))
+    assert [s._.parse_string for s in both.sents] == [
+        "(S (NP (DT a) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (. .))",
+        "(S (NP (NNS cats)) (VP (VBP sleep)) (. .))"]

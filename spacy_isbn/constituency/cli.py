@@ -103,7 +103,14 @@ def evaluate_isbn(model: Path, data: Path, system: str, split: str, train_fracti
     nlp = spacy.load(model)
     name = next(n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_constituency")
     pipe = nlp.get_pipe(name)
-    enable = [name]
+    # a conditional parser reads the vectors of the pipeline's own tok2vec
+    enable = [n for n in nlp.pipe_names if not pipe.generative
+              and nlp.get_pipe_meta(n).factory == "tok2vec"] + [name]
+    if tagger is not None and not pipe.generative:
+        from ..cli import CliError
+
+        raise CliError(f"{model}: a conditional {name} reads its own tok2vec; give the "
+                         "tags with the trees (no --tagger), or train a tagger in its pipeline")
     if tagger is not None:
         source = spacy.load(tagger)
         for component in ("tok2vec", "tagger"):
@@ -112,7 +119,7 @@ def evaluate_isbn(model: Path, data: Path, system: str, split: str, train_fracti
     if beam_width:
         pipe.cfg["beam_width"] = beam_width
     if approximation:
-        pipe.model.attrs["approximation"] = approximation
+        pipe.core.attrs["approximation"] = approximation
     trees = read_docbin_trees(data)
     docs = [Doc(nlp.vocab, words=t.words(), tags=None if tagger else t.tags(),
                 sent_starts=[True] + [False] * (len(t.words()) - 1)) for t in trees]
@@ -124,7 +131,7 @@ def evaluate_isbn(model: Path, data: Path, system: str, split: str, train_fracti
     return result_row(system, split, trees, predicted, train_fraction=train_fraction,
                       seconds=seconds, tags=f"tagger of {tagger}" if tagger else "gold",
                       beam_width=pipe.cfg["beam_width"],
-                      approximation=pipe.model.attrs["approximation"])
+                      approximation=pipe.core.attrs["approximation"])
 
 
 def _parse_all(parser: Pcfg, trees: Sequence[Tree], gold_tags: bool = False):

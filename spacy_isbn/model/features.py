@@ -10,6 +10,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy
 
 from ..transitions._arc_eager import MAX_NODE_FEATS, WORD_ROW_WIDTH, ArcEagerStates
+from ..transitions._left_corner import N_FIXED_COLUMNS
 from .lexicon import UNK, Lexicon, TokenRecord
 
 MAX_FEATS = MAX_NODE_FEATS  # morphological features read per node (the rest are dropped)
@@ -97,18 +98,22 @@ class SentenceInputs:
     def __init__(self, tokens: Sequence[TokenRecord], lex: Lexicon, generative: bool = True):
         """``generative = False`` (the conditional model): words are given,
         not generated, so each Shift only decides between the next word
-        (output tag 0) and the end of the sentence."""
+        (output tag 0) and the end of the sentence; the rows still carry each
+        word's tag id (the left-corner system's preterminal symbol)."""
         self.n = len(tokens)
         self.records = list(tokens)
-        outs = [lex.output_ids(t) if generative else (0, -1, -1) for t in tokens]
-        self.gen_tag = [o[0] for o in outs]
+        if generative:
+            outs = [lex.output_ids(t) for t in tokens]
+        else:
+            outs = [(lex.tag_ids.get(t.tag, 0), -1, -1) for t in tokens]
+        self.gen_tag = [o[0] for o in outs] if generative else [0] * self.n
         self.gen_bundle = [o[1] for o in outs]
         self.gen_form = [o[2] for o in outs]
         self.rows = numpy.full((self.n, WORD_ROW_WIDTH), -1, dtype="int32")
         for i, t in enumerate(tokens):
             feats = [lex.input_id("feats", f) for f in t.feats[:MAX_FEATS]]
             self.rows[i, :5] = (lex.input_id("form", t.form), lex.input_id("tag", t.tag),
-                                lex.input_id("pos", t.pos), self.gen_tag[i], self.gen_bundle[i])
+                                lex.input_id("pos", t.pos), outs[i][0], outs[i][1])
             self.rows[i, 5: 5 + len(feats)] = feats
 
     def span(self, start: int, end: int) -> "SentenceInputs":
@@ -238,21 +243,34 @@ class LeftCornerFeatures:
 
     TEMPLATES = (("shifted", "form"), ("shifted", "tag"), ("left_corner", "form"),
                  ("left_corner", "tag"))
+    # the conditional model's: token vectors of those words and the next two
+    CONDITIONAL_TEMPLATES = (("shifted", "vec"), ("left_corner", "vec"), ("next", "vec"),
+                             ("next2", "vec"))
 
-    def __init__(self, system, lex: Lexicon):
+    def __init__(self, system, lex: Lexicon, conditional: bool = False):
         self.system = system
+        self.templates = self.CONDITIONAL_TEMPLATES if conditional else self.TEMPLATES
         self.offsets: List[int] = []
         self.n_rows = system.n_decision_ids + system.n_symbols
-        for _, attr in self.TEMPLATES:
+        for _, attr in self.templates:
             self.offsets.append(self.n_rows)
-            self.n_rows += lex.input_size(attr)
+            self.n_rows += VEC_ROWS if attr == "vec" else lex.input_size(attr)
         self._states = self.new_states(False)
         self.width = self._states.width
 
     def new_states(self, multiroot: bool = False):
         """A fresh arena of the system's configurations (one root node per
         tree: ``multiroot`` does not apply)."""
-        return self.system.new_states(0, self.system.n_decision_ids, self.TEMPLATES, self.offsets)
+        return self.system.new_states(0, self.system.n_decision_ids, self.templates, self.offsets)
+
+    def vector_columns(self) -> List[Tuple[int, int]]:
+        """(column, offset) of each ``vec`` template (see :func:`vector_feature_ids`)."""
+        out, column = [], N_FIXED_COLUMNS
+        for (_, attr), offset in zip(self.templates, self.offsets):
+            if attr == "vec":
+                out.append((column, offset))
+            column += MAX_FEATS if attr == "feats" else 1
+        return out
 
     def states(self, multiroot: bool = False):
         return self._states

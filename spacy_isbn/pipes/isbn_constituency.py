@@ -30,13 +30,14 @@ from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import score_trees
 from ..model.derivation import (
-    Derivation, build_left_corner_derivation,
+    Derivation, build_left_corner_derivation, place_tokens,
 )
-from ..model.features import LeftCornerFeatures, SentenceInputs
+from ..model.features import LeftCornerFeatures
 from ..model.isbn import ISBNScorer, nll_per_word
 from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.left_corner import LEFT_CORNER, LeftCornerSystem, build_tree
+from .objective import Objective
 from .training import update_on_derivations
 
 DEFAULT_MODEL_CONFIG = """
@@ -99,7 +100,7 @@ if not Doc.has_extension("isbn_logprob"):
     Doc.set_extension("isbn_logprob", default=None)
 
 
-class ISBNConstituency(TrainablePipe):
+class ISBNConstituency(Objective, TrainablePipe):
     def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_constituency", *,
                  beam_width: int = 10, label_top_k: int = 5, cutoff: int = 20,
                  collapse_unaries: bool = False, max_batch_words: int = 2000,
@@ -120,6 +121,7 @@ class ISBNConstituency(TrainablePipe):
         return [TokenRecord(t.text, t.tag_, "", "") for t in doc]
 
     def _require_tags(self, doc: Doc) -> None:
+        # (the conditional model too: the tags are the system's preterminals)
         if len(doc) and not doc.has_annotation("TAG"):
             raise ValueError(
                 f"{self.name} reads token.tag_, but the Doc has no TAG annotation "
@@ -139,36 +141,45 @@ class ISBNConstituency(TrainablePipe):
     def _set(self, lexicon: Lexicon, system: LeftCornerSystem) -> None:
         """Size the shared model's heads for the left-corner system and this lexicon."""
         self.lexicon, self.system = lexicon, system
-        self.features = LeftCornerFeatures(system, lexicon)
+        self.features = LeftCornerFeatures(system, lexicon, conditional=not self.generative)
         spec = LEFT_CORNER
-        dims = {"nF": self.features.n_rows, "nL": system.n_labels, "nT": len(lexicon.tags),
-                "nB": len(lexicon.bundles), "nV": len(lexicon.forms), "nA": spec.n_actions,
-                "nR": spec.n_relations, "nK": len(spec.labelled_actions)}
+        dims = {"nF": self.features.n_rows, "nL": system.n_labels, **self.word_dims(),
+                "nA": spec.n_actions, "nR": spec.n_relations, "nK": len(spec.labelled_actions)}
+        core = self.core
         for dim, value in dims.items():
-            self.model.set_dim(dim, value, force=True)
-        self.model.attrs.update(
-            bundle_ranges=[list(r) for r in lexicon.bundle_ranges],
-            form_ranges=[list(r) for r in lexicon.form_ranges],
+            core.set_dim(dim, value, force=True)
+        core.attrs.update(
+            bundle_ranges=[list(r) for r in lexicon.bundle_ranges] if self.generative else [],
+            form_ranges=[list(r) for r in lexicon.form_ranges] if self.generative else [],
             label_masks=self.features.states().label_mask_table().astype(bool).tolist(),
-            label_blocks=list(spec.label_blocks))
+            label_blocks=list(spec.label_blocks),
+            vector_columns=[list(c) for c in self.features.vector_columns()])
 
     # -- training -------------------------------------------------------------
     def _derivations(self, examples: List[Example]) -> List[Derivation]:
+        """One per doc (one tree); the conditional model's words are placed
+        among the update's token vectors (the docs' in order)."""
         states = self.features.states()
         out = []
+        first_token = 0
         for eg in examples:
             tree = doc_tree(eg.reference)
-            inputs = SentenceInputs(self._records(eg.reference), self.lexicon)
-            out.append(build_left_corner_derivation(inputs, self.system.oracle(tree), states,
-                                                    self.lexicon.end_tag))
+            inputs = self._inputs(self._records(eg.reference))
+            deriv = build_left_corner_derivation(inputs, self.system.oracle(tree), states,
+                                                 self.end_tag)
+            if not self.generative:
+                deriv = place_tokens(deriv, first_token, first_token + len(eg.predicted))
+            first_token += len(eg.predicted)
+            out.append(deriv)
         return out
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         examples = list(examples)
         validate_examples(examples, "ISBNConstituency.update")
+        docs = None if self.generative else [eg.predicted for eg in examples]
         return update_on_derivations(self, examples, self._derivations(examples), sgd=sgd,
-                                     losses=losses)
+                                     losses=losses, docs=docs)
 
     def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
         """Negative log-likelihood of the gold derivations, per word."""
@@ -185,11 +196,14 @@ class ISBNConstituency(TrainablePipe):
                 continue
             self._require_tags(doc)
             ends = [doc[i + 1].is_sent_start for i in range(len(doc) - 1)] + [True]
-            segments.append((SentenceInputs(self._records(doc), self.lexicon), ends))
+            segments.append((self._inputs(self._records(doc)), ends))
             where.append(d)
         out: List[Optional[SegmentParse]] = [None] * len(docs)
         if segments:
-            search = BeamSearch(ISBNScorer(self.model), self.features, transitions=LEFT_CORNER,
+            vectors = self.piece_vectors(self.token_vectors(docs),
+                                         [(d, 0, len(docs[d])) for d in where])
+            search = BeamSearch(ISBNScorer(self.model, vectors), self.features,
+                                transitions=LEFT_CORNER,
                                 beam_width=self.cfg["beam_width"],
                                 label_top_k=self.cfg["label_top_k"])
             for d, parse in zip(where, search.parse_many(segments)):

@@ -48,14 +48,15 @@ from thinc.api import Config, Model
 from ..model.derivation import (
     Derivation, DerivationBatch, build_derivation, chain_derivations, place_tokens,
 )
-from ..model.features import FeatureExtractor, JointTables, SentenceInputs, parse_templates
-from ..model.isbn import ISBNScorer, core_of, nll_per_word, project_tokens
+from ..model.features import FeatureExtractor, JointTables, parse_templates
+from ..model.isbn import ISBNScorer, nll_per_word
 from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from .projectivity import deprojectivize, projectivize
 from ..transitions.arc_eager import (
     ARC_EAGER, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, sentence_spans_from_heads,
 )
+from .objective import Objective
 from .training import update_on_derivations
 
 DEFAULT_MODEL_CONFIG = """
@@ -201,7 +202,7 @@ def _span_logprob(span: Span) -> Optional[float]:
 _register_extensions()
 
 
-class ISBNParser(TrainablePipe):
+class ISBNParser(Objective, TrainablePipe):
     def __init__(
         self,
         vocab: Vocab,
@@ -247,24 +248,6 @@ class ISBNParser(TrainablePipe):
     @property
     def labels(self) -> Tuple[str, ...]:
         return tuple(self.lexicon.labels)
-
-    @property
-    def core(self) -> Model:
-        """The ISBN layer (the conditional model's ``core``)."""
-        return core_of(self.model)
-
-    @property
-    def generative(self) -> bool:
-        """objective = "generative": P(tree, words); else P(tree | words)."""
-        return self.core.attrs["objective"] == "generative"
-
-    @property
-    def end_tag(self) -> int:
-        """The output tag of end-of-sentence (conditional: 0 is "a word", 1 END)."""
-        return self.lexicon.end_tag if self.generative else 1
-
-    def _inputs(self, records: List[TokenRecord]) -> SentenceInputs:
-        return SentenceInputs(records, self.lexicon, generative=self.generative)
 
     @property
     def extractor(self) -> FeatureExtractor:
@@ -428,11 +411,7 @@ class ISBNParser(TrainablePipe):
 
     def _set_model_shape(self) -> None:
         lex, core = self.lexicon, self.core
-        if self.generative:
-            words = {"nT": len(lex.tags), "nB": len(lex.bundles), "nV": len(lex.forms)}
-        else:  # a Shift decides only "next word" or END; nothing is generated
-            words = {"nT": 1, "nB": 0, "nV": 0}
-        dims = {"nF": self.extractor.n_rows, "nL": lex.n_labels, **words}
+        dims = {"nF": self.extractor.n_rows, "nL": lex.n_labels, **self.word_dims()}
         for dim, value in dims.items():
             core.set_dim(dim, value, force=True)
         core.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges] if self.generative else []
@@ -590,9 +569,7 @@ class ISBNParser(TrainablePipe):
             for start, end in doc_pieces([t.text for t in doc], ends,
                                          self.cfg.get("segment_length", 0)):
                 groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
-        vectors = None
-        if not self.generative:
-            vectors = project_tokens(self.model, docs)[:2]
+        vectors = self.token_vectors(docs)
         out = self._parse_pieces(len(docs), groups, vectors)
         if self.cfg.get("sentence_kbest") and not self.generative:
             sentences = []
@@ -614,14 +591,8 @@ class ISBNParser(TrainablePipe):
         out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in range(n_docs)]
         for joint, items in groups.items():
             if items:
-                search_vectors = None
-                if vectors is not None:  # the pieces' token vectors, in the search's order
-                    table, doc_rows = vectors
-                    A = len(self.core.attrs["vector_columns"])
-                    search_vectors = numpy.concatenate(
-                        [table[doc_rows[d] + start * A: doc_rows[d] + (start + seg[0].n) * A]
-                         for (d, start), seg in items])
-                search = self._search(joint, search_vectors)
+                search = self._search(joint, self.piece_vectors(
+                    vectors, [(d, start, seg[0].n) for (d, start), seg in items]))
                 parses = search.parse_many([seg for _, seg in items])
                 for key, seconds in search.timing.items():
                     self.search_timing[key] += seconds

@@ -44,9 +44,17 @@ cdef enum:
     INTS_PER_NODE = 8
     # input-id values shared with the lexicon
     NONE_ID = 0
-    # word addresses of the feature templates
+    # word addresses of the feature templates; the next two words (look-ahead,
+    # not generated yet) only as positions, for the conditional model
     ADDR_SHIFTED = 0
     ADDR_LEFT_CORNER = 1
+    ADDR_NEXT = 2
+    ADDR_NEXT2 = 3
+    # attribute codes: 0 form, 1 tag, 2 pos, 3 feats, 4 vec (the word's position)
+    ATTR_FEATS = 3
+    ATTR_VEC = 4
+    # a vec value: the 0-based word position + VEC_BASE (0 = no word)
+    VEC_BASE = 3
     # fixed columns: the previous decision, the top's symbol
     FIXED_COLUMNS = 2
     UNREACHABLE = 1 << 28
@@ -221,9 +229,11 @@ cdef class LeftCornerStates:
     * column 1, the top's symbol: ``symbol_offset`` + symbol;
     * then one template per (``addresses[t]``, ``attributes[t]``,
       ``offsets[t]``): address 0 the most recently shifted word, 1 the top's
-      left-corner word; attribute 0 form, 1 tag, 2 pos (one column,
-      ``offset + id``, ``offset + NONE_ID`` without a word), 3 feats
-      (``MAX_NODE_FEATS`` columns, as ``ArcEagerStates``).
+      left-corner word, 2 and 3 the next two words (look-ahead: attribute
+      4 only); attribute 0 form, 1 tag, 2 pos (one column, ``offset + id``,
+      ``offset + NONE_ID`` without a word), 3 feats (``MAX_NODE_FEATS``
+      columns, as ``ArcEagerStates``), 4 vec (the word's 0-based position +
+      3, for the conditional model's token vectors).
 
     An offset of -1 for column 0 or 1 leaves that column -1.
     """
@@ -285,10 +295,14 @@ cdef class LeftCornerStates:
         self.t_offset = <int*>malloc(max(1, self.n_templates) * sizeof(int))
         self.width = FIXED_COLUMNS
         for i in range(self.n_templates):
-            if addresses[i] not in (ADDR_SHIFTED, ADDR_LEFT_CORNER):
+            if addresses[i] not in (ADDR_SHIFTED, ADDR_LEFT_CORNER, ADDR_NEXT, ADDR_NEXT2):
                 raise ValueError(f"unknown word address {addresses[i]}")
-            if attributes[i] not in (0, 1, 2, 3):
-                raise ValueError(f"unknown attribute {attributes[i]} (0 form, 1 tag, 2 pos, 3 feats)")
+            if attributes[i] not in (0, 1, 2, ATTR_FEATS, ATTR_VEC):
+                raise ValueError(f"unknown attribute {attributes[i]} "
+                                 "(0 form, 1 tag, 2 pos, 3 feats, 4 vec)")
+            if addresses[i] in (ADDR_NEXT, ADDR_NEXT2) and attributes[i] != ATTR_VEC:
+                raise ValueError("the next words are not generated yet: only their vec "
+                                 "(attribute 4) can be read")
             self.t_addr[i] = addresses[i]
             self.t_attr[i] = attributes[i]
             self.t_offset[i] = offsets[i]
@@ -643,6 +657,9 @@ cdef class LeftCornerStates:
                             int* out) noexcept nogil:
         cdef const int* row
         cdef int k, val
+        if attr == ATTR_VEC:
+            out[0] = offset + (NONE_ID if pos < 0 else pos + VEC_BASE)
+            return
         if attr == 3:
             if pos < 0:
                 out[0] = offset + NONE_ID
@@ -663,7 +680,12 @@ cdef class LeftCornerStates:
         out[1] = self.symbol_offset + self._symbol(st, top) if self.symbol_offset >= 0 else -1
         j = FIXED_COLUMNS
         for t in range(self.n_templates):
-            pos = st.n_words - 1 if self.t_addr[t] == ADDR_SHIFTED else st.first_word[top]
+            if self.t_addr[t] == ADDR_SHIFTED:
+                pos = st.n_words - 1
+            elif self.t_addr[t] == ADDR_LEFT_CORNER:
+                pos = st.first_word[top]
+            else:  # look-ahead: positions only (attribute vec)
+                pos = st.n_words + (self.t_addr[t] - ADDR_NEXT) if st.n_words > 0 else -1
             self._word_columns(st, pos, self.t_attr[t], self.t_offset[t], out + j)
             j += MAX_FEATS if self.t_attr[t] == 3 else 1
 

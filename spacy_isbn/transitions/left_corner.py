@@ -74,8 +74,8 @@ LEFT_CORNER = TransitionSpec("left_corner", N_ACTIONS, N_RELATIONS, word_action=
                              sentence_link=RECENT_CHILD)
 # Word addresses and attributes of LeftCornerStates' feature templates (the codes it takes):
 # the most recently shifted word and the top's left-corner word; attributes as ArcEagerStates.
-WORD_ADDRESSES = ("shifted", "left_corner")
-WORD_ATTRIBUTES = ("form", "tag", "pos", "feats")
+WORD_ADDRESSES = ("shifted", "left_corner", "next", "next2")
+WORD_ATTRIBUTES = ("form", "tag", "pos", "feats", "vec")
 
 
 class LeftCornerSystem:
@@ -201,8 +201,9 @@ class LeftCornerSystem:
         Feature columns (``LeftCornerStates.width`` in all): 0 the previous decision,
         ``decision_offset + decision_id`` (``n_decision_ids - 1``: none); 1 the top's symbol,
         ``symbol_offset + symbol``; then per template ``(address, attribute)`` with its own
-        ``offsets[t]``: address "shifted" (or 0) / "left_corner" (1), attribute "form",
-        "tag", "pos" (one column each) or "feats" (MAX_NODE_FEATS columns), by name or code.
+        ``offsets[t]``: address "shifted" (or 0) / "left_corner" (1) / "next", "next2" (the
+        words after the shifted one: "vec" only), attribute "form", "tag", "pos", "vec" (one
+        column each) or "feats" (MAX_NODE_FEATS columns), by name or code.
         An offset of -1 leaves column 0 or 1 at -1."""
         from ._left_corner import LeftCornerStates
 

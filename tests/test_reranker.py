@@ -178,3 +178,33 @@ def test_raw_benchmark_runs_each_setting(pipeline, tmp_path):
     assert "isbn_reranker" in rows["conditional + generative reranking (shipped)"]["components"]
     assert all(row["scores"]["las"] > 0.8 for row in rows.values())
     assert "| conditional isbn_parser b=4 |" in (tmp_path / "out.md").read_text()
+
+
+def test_saved_reranked_pipeline_parses_raw_text_in_a_fresh_process(pipeline, tmp_path):
+    """The whole pipeline (tok2vec, tagger, conditional parser, reranker)
+    saved, then spacy.load in a new interpreter on raw strings: several
+    sentences, their trees, tags and generative scores."""
+    import json
+    import subprocess
+    import sys
+
+    nlp, _ = pipeline
+    nlp.to_disk(tmp_path / "nlp")
+    code = (
+        "import spacy, json\n"
+        f"nlp = spacy.load({str(tmp_path / 'nlp')!r})\n"
+        "doc = nlp('the dog barks . dogs chase big cats .')\n"
+        "print(json.dumps({'sents': [[(t.text, t.tag_, t.dep_, t.head.i) for t in s]\n"
+        "                            for s in doc.sents],\n"
+        "                  'logprob': doc._.isbn_logprob,\n"
+        "                  'span_logprobs': [s._.isbn_logprob for s in doc.sents]}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = json.loads(done.stdout)
+    assert out["sents"] == [
+        [["the", "DT", "det", 1], ["dog", "NN", "nsubj", 2], ["barks", "VBZ", "root", 2],
+         [".", ".", "punct", 2]],
+        [["dogs", "NNS", "nsubj", 5], ["chase", "VBP", "root", 5], ["big", "JJ", "amod", 7],
+         ["cats", "NNS", "obj", 5], [".", ".", "punct", 5]]]
+    assert out["logprob"] < 0
+    assert sum(out["span_logprobs"]) == pytest.approx(out["logprob"], abs=1e-4)

@@ -73,14 +73,14 @@ def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]],
     if not len(columns):
         return feats
     feats = feats.copy()
-    A = len(columns)
-    for a, (column, offset) in enumerate(columns):
-        val = feats[:, column] - offset
-        tok = tok_base + val - (VEC_ROWS)
-        word = val >= VEC_ROWS
-        inside = word & (tok < tok_end)
-        feats[:, column] = numpy.where(inside, n_rows + tok * A + a,
-                                       numpy.where(word, offset, feats[:, column]))
+    cols, offsets = numpy.asarray(columns, dtype="int64").T
+    ids = feats[:, cols]
+    val = ids - offsets
+    tok = numpy.asarray(tok_base)[:, None] + (val - VEC_ROWS)
+    word = val >= VEC_ROWS
+    inside = word & (tok < numpy.asarray(tok_end)[:, None])
+    rows = n_rows + tok * len(cols) + numpy.arange(len(cols))
+    feats[:, cols] = numpy.where(inside, rows, numpy.where(word, offsets, ids))
     return feats
 
 

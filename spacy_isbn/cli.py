@@ -500,6 +500,10 @@ def _main(argv: Optional[List[str]]) -> None:
     p.add_argument("--beams", default="1,10", help="the conditional parser's beams (default: %(default)s)")
     p.add_argument("--documents", type=Path, default=None,
                    help="a document list TSV (when the file has no # newdoc comments)")
+    p.add_argument("--treebank", default=None,
+                   help="with --data-dir: take the treebank's document list from there (ddt)")
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--batch-size", type=int, default=1000, help="docs per nlp.pipe batch")
     p = sub.add_parser("evaluate", help="parse a .spacy file and write metrics JSON")
     p.add_argument("model", type=Path)
     p.add_argument("data", type=Path)
@@ -611,6 +615,7 @@ def _main(argv: Optional[List[str]]) -> None:
         rerank_weight(args.model, args.dev, weights)
     elif args.cmd == "raw-benchmark":
         from .evaluation import raw_text
+        from .evaluation.benchmark import document_list
 
         models = [args.isbn_model, args.baseline_model, args.generative_model]
         for path in models:
@@ -626,8 +631,13 @@ def _main(argv: Optional[List[str]]) -> None:
                                       args.generative_model)
         if not systems:
             raise CliError("give --isbn-model, --baseline-model or --generative-model")
+        if args.batch_size < 1:
+            raise CliError(f"--batch-size {args.batch_size}: must be at least 1")
+        documents = args.documents
+        if documents is None and args.treebank is not None:
+            documents = document_list(args.treebank, args.data_dir)
         raw_text.run(_require(args.test, "test file"), systems, args.output,
-                     markdown=args.markdown, documents=args.documents)
+                     markdown=args.markdown, documents=documents, batch_size=args.batch_size)
     elif args.cmd == "evaluate":
         evaluate(args.model, args.data, args.output, gold_tags=not args.pipeline_tags,
                  gold_sentences=not args.parser_sentences, beam_width=args.beam_width,

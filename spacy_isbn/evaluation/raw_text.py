@@ -59,9 +59,10 @@ def _configure(nlp, system: dict) -> List[str]:
 
 
 def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Path] = None,
-        documents: Optional[Path] = None, batch_size: int = 64) -> dict:
-    """Run and score ``systems`` on the documents of the CoNLL file ``test``;
-    write the rows to ``output`` (JSON) and ``markdown``."""
+        documents: Optional[Path] = None, batch_size: int = 1000) -> dict:
+    """Run and score ``systems`` on the documents of the CoNLL file ``test``
+    (``nlp.pipe`` in batches of ``batch_size`` docs, spaCy's default, for
+    every system); write the rows to ``output`` (JSON) and ``markdown``."""
     loaded: Dict[str, spacy.language.Language] = {}
     rows = []
     refs, source = None, None
@@ -88,6 +89,7 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
     for row in rows:
         row["x_spacy"] = None if reference is None else row["words_per_second"] / reference
     result = {"test": str(test), "documents": source, "docs": len(refs or []),
+              "batch_size": batch_size,
               "words": sum(len(r) for r in refs or []), "systems": rows}
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     srsly.write_json(output, result)

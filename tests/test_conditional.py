@@ -225,3 +225,51 @@ def test_saved_pipeline_parses_raw_text_in_a_fresh_process(trained):
                         [".", "punct", 2]]
     assert ["dog", "obj", 2] in first[1]
     assert second[1][1] == ["old", "amod", 2]
+
+
+def test_free_end_lets_a_sentence_end_with_headless_words():
+    """With free_end the arena allows END after any word (the conditional
+    model decides ends by look-ahead); without, only once the tree is whole."""
+    from spacy_isbn.transitions._arc_eager import ArcEagerStates
+
+    for free_end in (False, True):
+        states = ArcEagerStates((), (), (), 0, False, free_end)
+        config = Configuration(3, states=states)
+        config.apply(SHIFT, -1)  # word 1 onto the stack, headless; word 2 in front
+        assert config.end_is_legal() == free_end
+
+
+def test_headless_words_are_attached_to_the_root_when_decoded():
+    """A sentence ended with headless words decodes to one tree: the root
+    dependent stays the root, the headless words hang from it."""
+    from spacy_isbn.search.beam import ParsedSentence
+
+    nlp, parser, _ = inline_parser()
+    labels = parser.lexicon.labels
+    det = labels.index("det")
+    heads, deps = parser._decode(ParsedSentence(0, [2, 0, -1, -1], [det, 0, -1, -1], 0.0))
+    assert heads == [1, 1, 1, 1]
+    assert deps[0] == "det" and deps[2:] == ["dep", "dep"]
+    # no root dependent at all: the first headless word becomes the root
+    heads, deps = parser._decode(ParsedSentence(0, [-1, 1, -1], [-1, det, -1], 0.0))
+    assert heads == [0, 0, 0] and deps[0] == "root"
+
+
+def test_free_end_pipeline_trains_and_parses_one_tree_per_sentence():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": tok2vec_config(32)})
+    config = parser_config(listener=True, width=32, beam_width=4)
+    config["free_end"] = True
+    parser = nlp.add_pipe("isbn_parser", config=config)
+    egs = examples(nlp, 16)
+    optimizer = nlp.initialize(lambda: egs)
+    optimizer.learn_rate = 0.01
+    for _ in range(40):
+        nlp.update(egs, sgd=optimizer)
+    assert parser.extractor.new_states(False).free_end
+    scores = nlp.evaluate(egs)
+    assert scores["dep_las"] > 0.9 and scores["sents_f"] > 0.9
+    doc = nlp("cats sleep . the dog barks .")
+    assert [[t.text for t in s] for s in doc.sents] == [["cats", "sleep", "."],
+                                                        ["the", "dog", "barks", "."]]
+    assert all(sum(t.head.i == t.i for t in s) == 1 for s in doc.sents)

@@ -170,8 +170,11 @@ class JointTables:
 class FeatureExtractor:
     """Maps a configuration to a fixed-width row of embedding-table ids."""
 
-    def __init__(self, templates: Sequence[Tuple[str, str]], lex: Lexicon):
+    def __init__(self, templates: Sequence[Tuple[str, str]], lex: Lexicon, free_end: bool = False):
+        """``free_end``: a sentence may end after any word, its headless words
+        attached when it is decoded (the conditional model)."""
         self.templates = tuple(templates)
+        self.free_end = free_end
         self.n_labels = lex.n_labels
         self.offsets: List[int] = []
         self.width = 1  # the previous decision
@@ -208,7 +211,7 @@ class FeatureExtractor:
         """A fresh arena of configurations whose features are these templates."""
         return ArcEagerStates([ADDRESSES.index(a) for a, _ in self.templates],
                               [ATTRIBUTES.index(t) for _, t in self.templates],
-                              self.offsets, self.n_labels, multiroot)
+                              self.offsets, self.n_labels, multiroot, self.free_end)
 
     def vector_columns(self) -> List[Tuple[int, int]]:
         """(column, offset) of each ``vec`` template (see :func:`vector_feature_ids`)."""

@@ -92,6 +92,7 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "max_batch_words": 2000,
         "segment_length": 1000,
         "sentence_kbest": False,
+        "free_end": False,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -117,6 +118,7 @@ def make_isbn_parser(
     max_batch_words: int,
     segment_length: int,
     sentence_kbest: bool,
+    free_end: bool,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -129,12 +131,15 @@ def make_isbn_parser(
     words per training step batch; segment_length: docs longer than this are
     searched in pieces side by side (0: never); sentence_kbest: the
     conditional model searches each sentence it found again on its own, for
-    per-sentence k-best lists (what ``isbn_reranker`` reranks)."""
+    per-sentence k-best lists (what ``isbn_reranker`` reranks); free_end:
+    the conditional model may end a sentence after any word (trained so,
+    its headless words then attached to the sentence's root), instead of
+    only once the sentence's tree is complete."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
-        sentence_kbest=sentence_kbest, scorer=scorer,
+        sentence_kbest=sentence_kbest, free_end=free_end, scorer=scorer,
     )
 
 
@@ -219,6 +224,7 @@ class ISBNParser(Objective, TrainablePipe):
         max_batch_words: int = 2000,
         segment_length: int = 1000,
         sentence_kbest: bool = False,
+        free_end: bool = False,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
@@ -234,7 +240,7 @@ class ISBNParser(Objective, TrainablePipe):
             "multiroot": multiroot, "tag_attr": tag_attr, "tagging": tagging,
             "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words, "segment_length": segment_length,
-            "sentence_kbest": sentence_kbest,
+            "sentence_kbest": sentence_kbest, "free_end": free_end,
         }
         self.lexicon = Lexicon(cutoff)
         self._extractor: Optional[FeatureExtractor] = None
@@ -253,7 +259,8 @@ class ISBNParser(Objective, TrainablePipe):
     def extractor(self) -> FeatureExtractor:
         if self._extractor is None:
             templates = parse_templates(self.core.attrs["features"])
-            self._extractor = FeatureExtractor(templates, self.lexicon)
+            free_end = not self.generative and self.cfg.get("free_end", False)
+            self._extractor = FeatureExtractor(templates, self.lexicon, free_end=free_end)
         return self._extractor
 
     @property
@@ -658,7 +665,27 @@ class ISBNParser(Objective, TrainablePipe):
         labels = self.lexicon.labels
         heads = [h - 1 if h > 0 else i for i, h in enumerate(sent.heads)]
         labs = [labels[lab] if lab >= 0 else "dep" for lab in sent.labels]
+        if not self.cfg["multiroot"] and -1 in sent.heads:
+            # a sentence ended with headless words (free_end): one root, the
+            # others attached to it
+            roots = [i for i, h in enumerate(sent.heads) if h == 0] or \
+                [sent.heads.index(-1)]
+            root = roots[0]
+            if sent.heads[root] == -1:
+                labs[root] = self._root_label
+            for i, h in enumerate(sent.heads):
+                if h == -1 and i != root:
+                    heads[i] = root
         return deprojectivize(heads, labs, self.cfg["multiroot"])
+
+    @property
+    def _root_label(self) -> str:
+        """The label of root arcs (a label only seen from the root node)."""
+        kinds = self.lexicon.label_kinds
+        for lab, name in enumerate(self.lexicon.labels):
+            if kinds[LABELS_ROOT][lab] and not kinds[LABELS_LEFT][lab] and not kinds[LABELS_RIGHT][lab]:
+                return name
+        return "root"
 
     # -- serialisation -----------------------------------------------------------
     def to_bytes(self, *, exclude=tuple()) -> bytes:

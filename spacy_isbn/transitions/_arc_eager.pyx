@@ -284,6 +284,9 @@ cdef class ArcEagerStates:
 
     cdef SlotTable slots
     cdef readonly bint multiroot
+    # a sentence may end after any word (its headless words are left to the
+    # caller to attach): the conditional model decides ends by look-ahead
+    cdef readonly bint free_end
     cdef readonly int n_labels
     cdef int n_templates
     cdef int* t_addr
@@ -291,7 +294,8 @@ cdef class ArcEagerStates:
     cdef int* t_offset
     cdef readonly int width
 
-    def __cinit__(self, addresses, attributes, offsets, int n_labels, bint multiroot):
+    def __cinit__(self, addresses, attributes, offsets, int n_labels, bint multiroot,
+                  bint free_end=False):
         cdef int i
         self.n_templates = len(addresses)
         self.t_addr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
@@ -305,6 +309,7 @@ cdef class ArcEagerStates:
             self.width += MAX_FEATS if attributes[i] == 3 else 1
         self.n_labels = n_labels
         self.multiroot = multiroot
+        self.free_end = free_end
         self.slots = SlotTable()
         self.slots.free_fn = _free_item
 
@@ -440,14 +445,14 @@ cdef class ArcEagerStates:
             _sources(st, &src[i, 0])
             self._features(st, &feats[i, 0])
             _legal(st, self.multiroot, False, &masks[i, 0])
-            if front_is_last[i]:
+            if front_is_last[i] and not self.free_end:
                 _legal(st, self.multiroot, True, &allowed[i, 0])
             else:
                 allowed[i, 0] = masks[i, 0]
                 allowed[i, 1] = masks[i, 1]
                 allowed[i, 2] = masks[i, 2]
                 allowed[i, 3] = masks[i, 3]
-            end_legal[i] = _end_legal(st, self.multiroot)
+            end_legal[i] = self.free_end or _end_legal(st, self.multiroot)
             # the label mask of a left arc, and of a right arc (from the root
             # node: the root label only)
             label_kinds[i, 0] = LABELS_LEFT
@@ -583,7 +588,7 @@ cdef class ArcEagerStates:
                 lab = gold_labels[st.front]
                 label_kinds[t] = LABELS_ROOT if s == 0 else LABELS_RIGHT
             elif act == SHIFT:
-                end_legal[t] = _end_legal(st, self.multiroot)
+                end_legal[t] = self.free_end or _end_legal(st, self.multiroot)
                 if st.front + 1 >= st.cap:
                     bigger = _copy(st, 2 * st.cap)
                     _free(st)

@@ -324,7 +324,7 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     for weight in weights:
         reranker.annotate(preds, candidates, weight)
         las[weight] = score_dependencies([Example(p, r) for p, r in zip(preds, refs)])["las"]
-        print(f"rerank_weight {weight:g}: dev LAS {100 * las[weight]:.2f}")
+        print(f"rerank_weight {weight:g}: dev LAS {las[weight]:.2f}")
     best = max(weights, key=lambda w: las[w])  # the first of equals: the smaller weight
     config_path = Path(model) / "config.cfg"
     config = spacy.util.load_config(config_path)
@@ -486,7 +486,7 @@ def _main(argv: Optional[List[str]]) -> None:
                        help="choose isbn_reranker's weight on dev (raw text) and save it with the pipeline")
     p.add_argument("model", type=Path)
     p.add_argument("dev", type=Path)
-    p.add_argument("--weights", default="0,0.1,0.2,0.3,0.5,0.75,1,1.5,2",
+    p.add_argument("--weights", default="0,0.1,0.2,0.3,0.5,0.75,1,1.5,2,3,5",
                    help="comma-separated candidates (default: %(default)s)")
     p = sub.add_parser("raw-benchmark",
                        help="the shipped pipeline's settings and spaCy's pipeline on raw test text "

@@ -83,8 +83,8 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
         words = sum(len(r) for r in refs)
         rows.append({**system, "components": names, "scores": scores, "seconds": seconds,
                      "words_per_second": words / max(seconds, 1e-9)})
-        print(f"{system['name']}: LAS {100 * scores['las']:.2f}, "
-              f"sentence F1 {100 * scores['sentences']['f1']:.2f}, {words / seconds:.0f} words/s")
+        print(f"{system['name']}: LAS {scores['las']:.2f}, "
+              f"sentence F1 {scores['sentences']['f1']:.2f}, {words / seconds:.0f} words/s")
     reference = next((r["words_per_second"] for r in rows if r["name"].startswith("spaCy")), None)
     for row in rows:
         row["x_spacy"] = None if reference is None else row["words_per_second"] / reference
@@ -100,7 +100,7 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
 
 def to_markdown(result: dict) -> str:
     def pct(value):
-        return "-" if value is None else f"{100 * value:.2f}"
+        return "-" if value is None else f"{value:.2f}"  # the scores are percentages
 
     lines = [f"# Raw text: {result['test']} ({result['docs']} documents from "
              f"{result['documents']}, {result['words']} words)", "",

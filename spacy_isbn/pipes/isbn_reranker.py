@@ -69,8 +69,17 @@ class Candidates:
 
     def choose(self, weight: float) -> List[numpy.ndarray]:
         """Per entry the candidates ordered by the combined score, best first."""
-        return [numpy.argsort(-(cond + weight * gen), kind="stable")
+        return [numpy.argsort(-_combined(cond, gen, weight), kind="stable")
                 for _, _, _, _, cond, gen in self.entries]
+
+
+def _combined(cond: numpy.ndarray, gen: numpy.ndarray, weight: float) -> numpy.ndarray:
+    """log P_cond + weight * log P_gen; a tree the generative model cannot
+    derive (-inf) is last unless the weight is 0."""
+    if weight == 0:
+        return cond
+    return numpy.where(numpy.isfinite(gen), cond + weight * numpy.where(numpy.isfinite(gen), gen, 0.0),
+                       -numpy.inf)
 
 
 class ISBNReranker(ISBNParser):

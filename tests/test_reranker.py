@@ -208,3 +208,11 @@ def test_saved_reranked_pipeline_parses_raw_text_in_a_fresh_process(pipeline, tm
          ["cats", "NNS", "obj", 5], [".", ".", "punct", 5]]]
     assert out["logprob"] < 0
     assert sum(out["span_logprobs"]) == pytest.approx(out["logprob"], abs=1e-4)
+
+
+def test_words_logprob_bounds_the_returned_trees(pipeline):
+    """isbn_words_logprob adds the other candidates' mass: never below the
+    returned trees' log-prob, and at most 0."""
+    nlp, _ = pipeline
+    doc = nlp("the dog barks . a cat sees the dog .")
+    assert doc._.isbn_logprob <= doc._.isbn_words_logprob <= 0

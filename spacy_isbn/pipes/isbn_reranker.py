@@ -149,16 +149,20 @@ class ISBNReranker(ISBNParser):
                 kbest.append([start, end, [[float(gen[k]), cand_heads[k], cand_labels[k]]
                                            for k in order]])
                 finite = gen[numpy.isfinite(gen)]
-                if len(finite):
-                    words_lp += float(numpy.logaddexp.reduce(finite))
+                if numpy.isfinite(gen[best]):
+                    # the candidates' mass relative to the returned tree's
+                    words_lp += float(numpy.logaddexp.reduce(finite) - gen[best])
             arr = numpy.zeros((len(doc), 2), dtype="uint64")
             arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
             arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
             doc.from_array([HEAD, DEP], arr)
             doc._.isbn_kbest = kbest
-            # the candidates' probability mass: a lower bound on log P(words)
             doc._.isbn_words_logprob = words_lp
         parsed = [doc for doc, cands in zip(docs, candidates) if cands.entries]
         for doc, (logprob, sentences) in zip(parsed, self.doc_tree_logprobs(parsed)):
             doc._.isbn_logprob = logprob
             doc._.isbn_sentences = sentences
+            # log P(returned trees, words) plus each sentence's candidates' mass
+            # relative to its returned tree (scored as separate sentences): a
+            # lower bound on log P(words), never below isbn_logprob
+            doc._.isbn_words_logprob += logprob

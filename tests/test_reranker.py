@@ -216,3 +216,19 @@ def test_words_logprob_bounds_the_returned_trees(pipeline):
     nlp, _ = pipeline
     doc = nlp("the dog barks . a cat sees the dog .")
     assert doc._.isbn_logprob <= doc._.isbn_words_logprob <= 0
+
+
+def test_boundary_beam_sets_the_first_pass_only(pipeline, monkeypatch):
+    """With sentence_kbest the pass that finds the sentences runs at
+    boundary_beam, the per-sentence pass at beam_width."""
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    widths = []
+    original = type(parser)._search
+    monkeypatch.setattr(type(parser), "_search", lambda self, joint, vectors=None, beam_width=0: (
+        widths.append(beam_width or self.cfg["beam_width"]),
+        original(self, joint, vectors, beam_width))[1])
+    monkeypatch.setitem(parser.cfg, "boundary_beam", 1)
+    doc = nlp("the dog barks . cats sleep .")
+    assert widths == [1, parser.cfg["beam_width"]]
+    assert [(s, e) for s, e, _ in doc._.isbn_kbest] == [(0, 4), (4, 7)]

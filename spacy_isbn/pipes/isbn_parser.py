@@ -93,6 +93,7 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "segment_length": 1000,
         "sentence_kbest": False,
         "free_end": False,
+        "boundary_beam": 0,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -119,6 +120,7 @@ def make_isbn_parser(
     segment_length: int,
     sentence_kbest: bool,
     free_end: bool,
+    boundary_beam: int,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -134,12 +136,14 @@ def make_isbn_parser(
     per-sentence k-best lists (what ``isbn_reranker`` reranks); free_end:
     the conditional model may end a sentence after any word (trained so,
     its headless words then attached to the sentence's root), instead of
-    only once the sentence's tree is complete."""
+    only once the sentence's tree is complete; boundary_beam: with
+    sentence_kbest, the beam of the pass that finds the sentences (0: beam_width)."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
-        sentence_kbest=sentence_kbest, free_end=free_end, scorer=scorer,
+        sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
+        scorer=scorer,
     )
 
 
@@ -225,6 +229,7 @@ class ISBNParser(Objective, TrainablePipe):
         segment_length: int = 1000,
         sentence_kbest: bool = False,
         free_end: bool = False,
+        boundary_beam: int = 0,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
@@ -241,6 +246,7 @@ class ISBNParser(Objective, TrainablePipe):
             "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words, "segment_length": segment_length,
             "sentence_kbest": sentence_kbest, "free_end": free_end,
+            "boundary_beam": boundary_beam,
         }
         self.lexicon = Lexicon(cutoff)
         self._extractor: Optional[FeatureExtractor] = None
@@ -541,10 +547,11 @@ class ISBNParser(Objective, TrainablePipe):
         return nll_per_word(*scores)
 
     # -- prediction ---------------------------------------------------------------
-    def _search(self, joint: bool, vectors: Optional[numpy.ndarray] = None) -> BeamSearch:
+    def _search(self, joint: bool, vectors: Optional[numpy.ndarray] = None,
+                beam_width: int = 0) -> BeamSearch:
         return BeamSearch(
             ISBNScorer(self.model, vectors), self.extractor, transitions=ARC_EAGER,
-            beam_width=self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
+            beam_width=beam_width or self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],
         )
@@ -577,8 +584,11 @@ class ISBNParser(Objective, TrainablePipe):
                                          self.cfg.get("segment_length", 0)):
                 groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
         vectors = self.token_vectors(docs)
-        out = self._parse_pieces(len(docs), groups, vectors)
-        if self.cfg.get("sentence_kbest") and not self.generative:
+        kbest = self.cfg.get("sentence_kbest") and not self.generative
+        # with per-sentence k best, the first pass only finds the sentences
+        out = self._parse_pieces(len(docs), groups, vectors,
+                                 self.cfg.get("boundary_beam", 0) if kbest else 0)
+        if kbest:
             sentences = []
             for d, pieces in enumerate(out):
                 inputs = self._inputs(self._records(docs[d]))
@@ -591,15 +601,17 @@ class ISBNParser(Objective, TrainablePipe):
             out = self._parse_pieces(len(docs), {False: sentences}, vectors)
         return out
 
-    def _parse_pieces(self, n_docs: int, groups: Dict[bool, list], vectors) -> List[list]:
+    def _parse_pieces(self, n_docs: int, groups: Dict[bool, list], vectors,
+                      beam_width: int = 0) -> List[list]:
         """Search the pieces ``(d, start), (inputs, ends)`` of each group (joint
         tagging or not); ``vectors``: the conditional model's projected token
-        vectors and each doc's first row in them."""
+        vectors and each doc's first row in them; ``beam_width`` 0: the
+        component's."""
         out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in range(n_docs)]
         for joint, items in groups.items():
             if items:
                 search = self._search(joint, self.piece_vectors(
-                    vectors, [(d, start, seg[0].n) for (d, start), seg in items]))
+                    vectors, [(d, start, seg[0].n) for (d, start), seg in items]), beam_width)
                 parses = search.parse_many([seg for _, seg in items])
                 for key, seconds in search.timing.items():
                     self.search_timing[key] += seconds

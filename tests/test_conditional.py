@@ -273,3 +273,13 @@ def test_free_end_pipeline_trains_and_parses_one_tree_per_sentence():
     assert [[t.text for t in s] for s in doc.sents] == [["cats", "sleep", "."],
                                                         ["the", "dog", "barks", "."]]
     assert all(sum(t.head.i == t.i for t in s) == 1 for s in doc.sents)
+
+
+def test_headless_words_are_roots_in_multiroot_mode():
+    from spacy_isbn.search.beam import ParsedSentence
+
+    nlp, parser, _ = inline_parser()
+    parser.cfg["multiroot"] = True
+    det = parser.lexicon.labels.index("det")
+    heads, deps = parser._decode(ParsedSentence(0, [2, 0, -1], [det, 0, -1], 0.0))
+    assert heads == [1, 1, 2] and deps[2] == parser._root_label

@@ -677,7 +677,10 @@ class ISBNParser(Objective, TrainablePipe):
         labels = self.lexicon.labels
         heads = [h - 1 if h > 0 else i for i, h in enumerate(sent.heads)]
         labs = [labels[lab] if lab >= 0 else "dep" for lab in sent.labels]
-        if not self.cfg["multiroot"] and -1 in sent.heads:
+        if self.cfg["multiroot"] and -1 in sent.heads:
+            # a sentence ended with headless words (free_end): they are roots
+            labs = [self._root_label if h == -1 else lab for h, lab in zip(sent.heads, labs)]
+        elif -1 in sent.heads:
             # a sentence ended with headless words (free_end): one root, the
             # others attached to it
             roots = [i for i, h in enumerate(sent.heads) if h == 0] or \

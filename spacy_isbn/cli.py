@@ -289,14 +289,22 @@ def set_beam(model: Path, beam_width: int) -> None:
     if not names:
         raise CliError(f"{model}: no isbn_parser component to set the beam of "
                        f"(components: {', '.join(config['components']) or 'none'})")
+    _save_setting(Path(model), names, "beam_width", beam_width)
+
+
+def _save_setting(model: Path, names: Sequence[str], key: str, value) -> None:
+    """Make ``value`` the ``key`` of the saved pipeline's components ``names``:
+    in its config and in each component's own cfg (which loading restores)."""
+    config_path = model / "config.cfg"
+    config = spacy.util.load_config(config_path)
     for name in names:
-        config["components"][name]["beam_width"] = beam_width
-        cfg_path = Path(model) / name / "cfg"
+        config["components"][name][key] = value
+        cfg_path = model / name / "cfg"
         cfg = srsly.read_json(cfg_path)
-        cfg["beam_width"] = beam_width
+        cfg[key] = value
         srsly.write_json(cfg_path, cfg)
     config.to_disk(config_path)
-    print(f"{model}: beam_width = {beam_width}")
+    print(f"{model}: {key} = {value:g}")
 
 
 def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: int = 64) -> dict:
@@ -325,16 +333,8 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
         reranker.annotate(preds, candidates, weight)
         las[weight] = score_dependencies([Example(p, r) for p, r in zip(preds, refs)])["las"]
         print(f"rerank_weight {weight:g}: dev LAS {las[weight]:.2f}")
-    best = max(weights, key=lambda w: las[w])  # the first of equals: the smaller weight
-    config_path = Path(model) / "config.cfg"
-    config = spacy.util.load_config(config_path)
-    config["components"][name]["rerank_weight"] = best
-    config.to_disk(config_path)
-    cfg_path = Path(model) / name / "cfg"
-    cfg = srsly.read_json(cfg_path)
-    cfg["rerank_weight"] = best
-    srsly.write_json(cfg_path, cfg)
-    print(f"{model}: rerank_weight = {best:g}")
+    best = max(weights, key=lambda w: las[w])  # the first of equals
+    _save_setting(Path(model), [name], "rerank_weight", best)
     return {"rerank_weight": best, "dev_las": {str(w): v for w, v in las.items()}}
 
 

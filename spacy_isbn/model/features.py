@@ -61,6 +61,15 @@ def parse_templates(spec: str) -> Tuple[Tuple[str, str], ...]:
     return tuple(templates)
 
 
+def _template_columns(templates, offsets, first_column: int):
+    """(column, attribute, offset) of each template, its columns starting
+    at ``first_column`` (a feats template takes MAX_FEATS of them)."""
+    column = first_column
+    for (_, attr), offset in zip(templates, offsets):
+        yield column, attr, offset
+        column += MAX_FEATS if attr == "feats" else 1
+
+
 def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]], n_rows: int,
                        tok_base: numpy.ndarray, tok_end: numpy.ndarray) -> numpy.ndarray:
     """Feature ids with each ``vec`` template's word positions turned into
@@ -215,21 +224,13 @@ class FeatureExtractor:
 
     def vector_columns(self) -> List[Tuple[int, int]]:
         """(column, offset) of each ``vec`` template (see :func:`vector_feature_ids`)."""
-        out, column = [], 1
-        for (addr, attr), offset in zip(self.templates, self.offsets):
-            if attr == "vec":
-                out.append((column, offset))
-            column += MAX_FEATS if attr == "feats" else 1
-        return out
+        return [(column, offset) for column, attr, offset
+                in _template_columns(self.templates, self.offsets, 1) if attr == "vec"]
 
     def form_columns(self) -> List[Tuple[int, int]]:
         """(column, id of the unknown form) of each word-form template."""
-        out, column = [], 1
-        for (addr, attr), offset in zip(self.templates, self.offsets):
-            if attr == "form":
-                out.append((column, offset + UNK))
-            column += MAX_FEATS if attr == "feats" else 1
-        return out
+        return [(column, offset + UNK) for column, attr, offset
+                in _template_columns(self.templates, self.offsets, 1) if attr == "form"]
 
     @property
     def n_decisions(self) -> int:
@@ -268,12 +269,9 @@ class LeftCornerFeatures:
 
     def vector_columns(self) -> List[Tuple[int, int]]:
         """(column, offset) of each ``vec`` template (see :func:`vector_feature_ids`)."""
-        out, column = [], N_FIXED_COLUMNS
-        for (_, attr), offset in zip(self.templates, self.offsets):
-            if attr == "vec":
-                out.append((column, offset))
-            column += MAX_FEATS if attr == "feats" else 1
-        return out
+        return [(column, offset) for column, attr, offset
+                in _template_columns(self.templates, self.offsets, N_FIXED_COLUMNS)
+                if attr == "vec"]
 
     def states(self, multiroot: bool = False):
         return self._states

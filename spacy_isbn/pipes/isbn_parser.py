@@ -46,7 +46,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..model.derivation import (
-    Derivation, DerivationBatch, build_derivation, chain_derivations, place_tokens,
+    Derivation, DerivationBatch, build_derivation, chain_derivations, place_tokens, word_batches,
 )
 from ..model.features import FeatureExtractor, JointTables, parse_templates
 from ..model.isbn import ISBNScorer, nll_per_word
@@ -211,6 +211,14 @@ def _span_logprob(span: Span) -> Optional[float]:
 _register_extensions()
 
 
+def write_trees(doc: Doc, heads: numpy.ndarray, deps: List[str]) -> None:
+    """Set every token's head (absolute index, root = itself) and label at once."""
+    arr = numpy.zeros((len(doc), 2), dtype="uint64")
+    arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
+    arr[:, 1] = [doc.vocab.strings.add(d) for d in deps]
+    doc.from_array([HEAD, DEP], arr)
+
+
 class ISBNParser(Objective, TrainablePipe):
     def __init__(
         self,
@@ -347,25 +355,24 @@ class ISBNParser(Objective, TrainablePipe):
                                                  self.cfg["multiroot"]))
             if chain[2]:
                 chains.append(chain)
-        order = sorted(range(len(chains)), key=lambda c: sum(d.n_states for d in chains[c][2]))
-        limit = max(1, self.cfg["max_batch_words"])
-        while order:
-            batch, words = [], 0
-            while order and (not batch or words < limit):
-                batch.append(chains[order.pop(0)])
-                words += sum(d.n_words for d in batch[-1][2])
-            arrays = DerivationBatch.from_derivations([chain_derivations(c[2]) for c in batch])
+        # per chain: its derivation, item, sentence indices and sentences' state counts
+        chained = {}
+        for i, ks, derivs in chains:
+            deriv = chain_derivations(derivs)
+            chained[id(deriv)] = (deriv, i, ks, [d.n_states for d in derivs])
+        for batch, _ in word_batches([c[0] for c in chained.values()],
+                                     max(1, self.cfg["max_batch_words"])):
+            members = [chained[id(d)] for d in batch]
+            arrays = DerivationBatch.from_derivations(batch)
             # one output per sentence of each chain
             arrays.groups = numpy.zeros(arrays.valid.shape, dtype="int64")
             group = 0
-            for b, (_, _, derivs) in enumerate(batch):
-                sizes = [d.n_states for d in derivs]
-                arrays.groups[b, : sum(sizes)] = numpy.repeat(numpy.arange(group, group + len(sizes)),
-                                                              sizes)
+            for b, (_, _, _, sizes) in enumerate(members):
+                arrays.groups[b, : sum(sizes)] = numpy.arange(group, group + len(sizes)).repeat(sizes)
                 group += len(sizes)
             lps = self.model(arrays, is_train=False)[0]
             group = 0
-            for i, ks, derivs in batch:
+            for _, i, ks, _ in members:
                 out[i][ks] = lps[group: group + len(ks)]
                 group += len(ks)
         return out
@@ -574,10 +581,11 @@ class ISBNParser(Objective, TrainablePipe):
         its own, so ``doc._.isbn_kbest`` holds every sentence's k best trees."""
         docs = list(docs)
         groups: Dict[bool, list] = {False: [], True: []}
+        doc_inputs = {}
         for d, doc in enumerate(docs):
             if len(doc) == 0:
                 continue
-            inputs = self._inputs(self._records(doc))
+            inputs = doc_inputs[d] = self._inputs(self._records(doc))
             ends = [doc[i + 1].is_sent_start for i in range(len(doc) - 1)] + [True]
             joint = self._tags_jointly(doc)
             for start, end in doc_pieces([t.text for t in doc], ends,
@@ -591,7 +599,7 @@ class ISBNParser(Objective, TrainablePipe):
         if kbest:
             sentences = []
             for d, pieces in enumerate(out):
-                inputs = self._inputs(self._records(docs[d]))
+                inputs = doc_inputs.get(d)
                 for offset, seg in pieces:
                     for sent in seg.sentences:
                         start = offset + sent.start
@@ -645,10 +653,7 @@ class ISBNParser(Objective, TrainablePipe):
                 size = sum(len(sent.heads) for sent in seg.sentences)
                 kbest.append([offset, offset + size, analyses])
             if pieces:
-                arr = numpy.zeros((len(doc), 2), dtype="uint64")
-                arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
-                arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
-                doc.from_array([HEAD, DEP], arr)
+                write_trees(doc, heads, deps)
             # the pieces are independent: their scores add up
             doc._.isbn_logprob = float(sum(seg.logprob for _, seg in pieces))
             doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
@@ -683,9 +688,7 @@ class ISBNParser(Objective, TrainablePipe):
         elif -1 in sent.heads:
             # a sentence ended with headless words (free_end): one root, the
             # others attached to it
-            roots = [i for i, h in enumerate(sent.heads) if h == 0] or \
-                [sent.heads.index(-1)]
-            root = roots[0]
+            root = sent.heads.index(0) if 0 in sent.heads else sent.heads.index(-1)
             if sent.heads[root] == -1:
                 labs[root] = self._root_label
             for i, h in enumerate(sent.heads):

@@ -20,14 +20,13 @@ combined score.
 from typing import Callable, Iterable, List, Optional
 
 import numpy
-from spacy.attrs import DEP, HEAD
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..transitions.arc_eager import sentence_spans_from_heads
-from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score
+from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score, write_trees
 
 
 @Language.factory(
@@ -76,10 +75,7 @@ class Candidates:
 def _combined(cond: numpy.ndarray, gen: numpy.ndarray, weight: float) -> numpy.ndarray:
     """log P_cond + weight * log P_gen; a tree the generative model cannot
     derive (-inf) is last unless the weight is 0."""
-    if weight == 0:
-        return cond
-    return numpy.where(numpy.isfinite(gen), cond + weight * numpy.where(numpy.isfinite(gen), gen, 0.0),
-                       -numpy.inf)
+    return cond if weight == 0 else cond + weight * gen
 
 
 class ISBNReranker(ISBNParser):
@@ -152,10 +148,7 @@ class ISBNReranker(ISBNParser):
                 if numpy.isfinite(gen[best]):
                     # the candidates' mass relative to the returned tree's
                     words_lp += float(numpy.logaddexp.reduce(finite) - gen[best])
-            arr = numpy.zeros((len(doc), 2), dtype="uint64")
-            arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
-            arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
-            doc.from_array([HEAD, DEP], arr)
+            write_trees(doc, heads, deps)
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
         parsed = [doc for doc, cands in zip(docs, candidates) if cands.entries]

@@ -656,8 +656,9 @@ class _Search:
         }
         self.states.describe(h.handle[rows], must_end, req["src"], req["feats"],
                              req["masks"], req["allowed"], req["end_legal"], req["label_kinds"])
-        sentence_start = self.base[seg] + h.offset[rows]
-        req["feats"] = s.scorer.vector_ids(req["feats"], sentence_start, self.base[seg] + self.n[seg])
+        if s.scorer.vectors is not None:
+            req["feats"] = s.scorer.vector_ids(req["feats"], self.base[seg] + h.offset[rows],
+                                               self.base[seg] + self.n[seg])
         for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)
         req["next_tok"], req["start_tok"] = next_tok, start_tok

@@ -353,3 +353,35 @@ def test_command_line_error_has_no_traceback(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"error: CoNLL file not found: {tmp_path / 'missing.conllu'}"
+
+
+def _commands():
+    import typer
+
+    from spacy_isbn.cli import app
+
+    return sorted(typer.main.get_command(app).commands)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_has_help_and_fails_a_missing_argument_in_one_line(command, capsys):
+    main([command, "--help"])  # exit status 0: no SystemExit
+    assert f"spacy-isbn {command}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--no-such-option"])
+    assert exc.value.code.startswith(f"error: spacy-isbn {command}: ")
+    assert "\n" not in exc.value.code
+
+
+def test_bad_values_are_refused_in_one_line(tmp_path):
+    assert "--dev-fraction 1.5: must be between 0 and 1" in _error(
+        ["split", FIXTURES / "tiny.conllu", tmp_path / "t", tmp_path / "d", "--dev-fraction", "1.5"])
+    assert "--n-sents 0: must be at least 1" in _error(
+        ["convert", FIXTURES / "tiny.conllu", tmp_path / "o.spacy", "--n-sents", "0"])
+    assert "No such command 'nosuch'" in _error(["nosuch"])
+
+
+def test_console_script_and_module_run_the_same_app():
+    for argv in (["-m", "spacy_isbn", "--help"], ["-m", "spacy_isbn.cli", "--help"]):
+        proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
+        assert proc.returncode == 0 and "rerank-weight" in proc.stdout

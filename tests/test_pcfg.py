@@ -123,7 +123,7 @@ def test_commands_end_to_end(tmp_path, capsys):
     extra = tmp_path / "isbn.json"
     srsly.write_json(extra, [result_row("isbn_constituency", "test", TOY, TOY)])
     main(["constituency-report", str(tmp_path / "b.json"), str(tmp_path / "r.json"), str(tmp_path / "r.md"),
-          "--rows", str(extra), str(tmp_path / "missing.json")])
+          "--rows", str(extra), "--rows", str(tmp_path / "missing.json")])
     report = srsly.read_json(tmp_path / "r.json")
     assert [r["system"] for r in report["rows"]][-1] == "isbn_constituency"
     assert (tmp_path / "r.md").read_text().startswith("# Constituency parsing")

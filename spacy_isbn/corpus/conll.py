@@ -27,6 +27,8 @@ from spacy.parts_of_speech import IDS as _SPACY_POS
 from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
+from ..errors import UserError
+
 FORMATS = ("conllu", "conllx")
 # token.tag_ [+ the column kept as a morphological feature], see the module docstring
 CONLLX_TAGS = ("postag", "cpostag", "postag+cpostag", "cpostag+postag")
@@ -45,7 +47,7 @@ _KEPT_COLUMNS = ("lemma", "upos", "xpos", "feats", "deps", "misc")
 _TAG_FEATURES = {"cpostag": "CPOSTAG", "postag": "POSTAG"}
 
 
-class CorpusFormatError(ValueError):
+class CorpusFormatError(UserError, ValueError):
     """Malformed corpus input, reported as ``path:line: problem`` so editors can jump to it."""
 
     def __init__(self, path, line: int, message: str):

@@ -36,7 +36,7 @@ def gold_words_doc(reference: Doc, gold_tags: bool = False, gold_sentences: bool
         if stored is None or len(stored["tag"]) != len(reference):
             raise ValueError(
                 f"no jackknifed tags stored with the doc {reference.text[:40]!r}...: make the "
-                "training corpus with `python -m spacy_isbn.cli jackknife`"
+                "training corpus with `spacy-isbn jackknife`"
             )
         tags = dict(tags=stored["tag"], pos=stored["pos"], morphs=stored["morph"])
     elif gold_tags:

@@ -1,0 +1,15 @@
+"""The ``spacy-isbn`` command line (also ``python -m spacy_isbn``): one
+typer app, one module per command group, each command a thin wrapper of a
+plain function.  ``spacy-isbn --help`` lists them; ``project.yml`` calls them.
+
+Groups: :mod:`.data` (fetch, convert, split, prepare), :mod:`.train`
+(configs, training, reranking weight, evaluation), :mod:`.benchmark`,
+:mod:`.constituency`, :mod:`.dbn`."""
+from ._util import CliError, app, main
+# importing a group registers its commands, in this order in --help
+from . import data, train, benchmark, constituency, dbn  # noqa: F401,E402
+from .data import prepare, split_dev
+from .train import evaluate, rerank_weight, set_beam, train_config
+
+__all__ = ["app", "main", "CliError", "prepare", "split_dev", "evaluate", "rerank_weight",
+           "set_beam", "train_config"]

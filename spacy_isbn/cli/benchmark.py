@@ -1,0 +1,125 @@
+"""Benchmark commands: ``benchmark``, ``raw-benchmark``, ``approximation-speed``.
+
+    spacy-isbn raw-benchmark assets/ewt/test.conllu metrics/raw_ewt.json --isbn-model training/ewt/model-best \\
+        --baseline-model training/baseline_ewt/model-best --treebank ewt --data-dir ../shared/data
+"""
+from pathlib import Path
+from typing import Optional
+
+from ..corpus.fetch import asset_meta
+from ._util import Arg, CliError, Opt, app, at_least, numbers, require
+from .data import CONLLX_TAGS_HELP, conllx_tags_option
+
+
+@app.command("raw-benchmark")
+def raw_benchmark_cli(
+    test: Path = Arg(..., help="the test split as CoNLL-U / CoNLL-X"),
+    output: Path = Arg(..., help="metrics JSON"),
+    markdown: Optional[Path] = Opt(None, "--markdown", help="also a Markdown table"),
+    isbn_model: Optional[Path] = Opt(None, "--isbn-model", help="the shipped pipeline"),
+    baseline_model: Optional[Path] = Opt(None, "--baseline-model", help="spaCy's tagger,morphologizer,parser"),
+    generative_model: Optional[Path] = Opt(None, "--generative-model", help="a generative-only pipeline"),
+    beams: str = Opt("1,10", "--beams", help="the conditional parser's beams"),
+    documents: Optional[Path] = Opt(None, "--documents",
+                                    help="a document list TSV (when the file has no # newdoc comments)"),
+    treebank: Optional[str] = Opt(None, "--treebank",
+                                  help="with --data-dir: take the treebank's document list from there (ddt)"),
+    data_dir: Optional[Path] = Opt(None, "--data-dir"),
+    batch_size: int = Opt(1000, "--batch-size", help="docs per nlp.pipe batch"),
+):
+    """The shipped pipeline's settings and spaCy's pipeline on raw test text
+    (CoNLL 2018 scores, whole-pipeline words/s)."""
+    from ..evaluation import raw_text
+    from ..evaluation.benchmark import document_list
+
+    for path in (isbn_model, baseline_model, generative_model):
+        if path is not None:
+            require(path, "pipeline")
+    systems = raw_text.systems_of(isbn_model, baseline_model, numbers(beams, "--beams", int, 1),
+                                  generative_model)
+    if not systems:
+        raise CliError("give --isbn-model, --baseline-model or --generative-model")
+    if documents is None and treebank is not None:
+        documents = document_list(treebank, data_dir)
+    raw_text.run(require(test, "test file"), systems, output, markdown=markdown,
+                 documents=documents, batch_size=at_least(batch_size, 1, "--batch-size"))
+
+
+@app.command("approximation-speed")
+def approximation_speed_cli(
+    model: Path = Arg(..., help="a trained isbn_parser pipeline"),
+    dev: Path = Arg(..., help="dev .spacy"),
+    train: Path = Arg(..., help="train .spacy"),
+    output: Path = Arg(..., help="metrics JSON"),
+    beams: str = Opt("1,10", "--beams"),
+    iterations: int = Opt(3, "--iterations", help="mean-field iterations"),
+    parse_words: int = Opt(3000, "--parse-words"),
+    train_words: int = Opt(6000, "--train-words"),
+):
+    """Mean field vs feed-forward with the same weights: parse and training words/s."""
+    from ..evaluation.approximations import approximation_speed, write_approximation_speed
+
+    for path, what in ((model, "pipeline"), (dev, "corpus"), (train, "corpus")):
+        require(path, what)
+    write_approximation_speed(approximation_speed(
+        model, dev, train, beams=numbers(beams, "--beams", int, 1),
+        iterations=at_least(iterations, 1, "--iterations"),
+        parse_words=at_least(parse_words, 1, "--parse-words"),
+        train_words=at_least(train_words, 1, "--train-words")), output)
+
+
+@app.command("benchmark")
+def benchmark_cli(
+    treebank: str = Opt(..., "--treebank"),
+    isbn_model: Path = Opt(..., "--isbn-model"),
+    baseline_model: Path = Opt(..., "--baseline-model"),
+    corpus_dir: Path = Opt(..., "--corpus-dir", help="holds test.spacy"),
+    out_dir: Path = Opt(Path("metrics"), "--out-dir"),
+    rounds: int = Opt(3, "--rounds"),
+    beams: str = Opt("1,5,10", "--beams"),
+    batch_size: int = Opt(1000, "--batch-size", help="nlp.pipe batch size (spaCy's default)"),
+    limit: int = Opt(0, "--limit", help="only the first N test docs, and the first N documents in raw (0: all)"),
+    settings: str = Opt("raw,gold,pipeline", "--settings",
+                        help="raw: whole pipelines on the words of each test document, CoNLL 2018 "
+                             "scores; gold / pipeline: the parsers with gold / predicted tags"),
+    raw_beams: str = Opt("1,10", "--raw-beams", help="isbn_parser beams in the raw setting"),
+    long_doc_tokens: int = Opt(100000, "--long-doc-tokens",
+                               help="gold setting: also parse one doc of this many tokens without "
+                                    "sentence boundaries, beam 10 (0: skip)"),
+    train_docs: int = Opt(300, "--train-docs", help="also time isbn_parser's update on this many training docs (0: skip)"),
+    processes: int = Opt(2, "--processes",
+                         help="gold setting: also time nlp.pipe(n_process=N) against one process (1: skip)"),
+    test_conll: Optional[Path] = Opt(None, "--test-conll",
+                                     help="test CoNLL file whose documents raw parses (default: the "
+                                          "test file in assets/TREEBANK, from its meta.json)"),
+    data_dir: Optional[Path] = Opt(None, "--data-dir",
+                                   help="shared data dir, for the document list of a treebank without "
+                                        "# newdoc comments (ddt); without it raw uses blocks of 10 sentences"),
+    conllx_tags: str = Opt("postag", "--conllx-tags", help=CONLLX_TAGS_HELP),
+    gpu_id: int = Opt(-1, "--gpu-id"),
+    isbn_timing: Optional[Path] = Opt(None, "--isbn-timing",
+                                      help="train_timing.json of isbn_parser (default: next to the model, if there)"),
+    baseline_timing: Optional[Path] = Opt(None, "--baseline-timing",
+                                          help="train_timing.json of the baseline (default: next to the model)"),
+):
+    """isbn_parser vs spaCy's parser: accuracy, speed, memory, training time."""
+    import spacy
+
+    from ..evaluation.benchmark import RAW, document_list, run_benchmark, write_benchmark
+
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    chosen = [x.strip() for x in settings.split(",") if x.strip()]
+    if test_conll is None and RAW in chosen:
+        asset_dir = Path("assets") / treebank
+        test_conll = asset_dir / asset_meta(asset_dir)["files"]["test"]
+    result = run_benchmark(
+        treebank, isbn_model, baseline_model, corpus_dir / "test.spacy",
+        beams=numbers(beams, "--beams", int, 1), raw_beams=numbers(raw_beams, "--raw-beams", int, 1),
+        settings=chosen, test_conll=test_conll, documents=document_list(treebank, data_dir),
+        conllx_tags=conllx_tags_option(conllx_tags), rounds=at_least(rounds, 1, "--rounds"),
+        batch_size=at_least(batch_size, 1, "--batch-size"), limit=at_least(limit, 0, "--limit"),
+        isbn_timing=isbn_timing, baseline_timing=baseline_timing, long_doc_tokens=long_doc_tokens,
+        processes=at_least(processes, 1, "--processes"), train_path=corpus_dir / "train.spacy",
+        train_docs=train_docs)
+    write_benchmark(result, out_dir, treebank)

@@ -1,0 +1,303 @@
+"""Training and evaluation commands: ``train-config``, ``baseline-config``,
+``timed-train``, ``jackknife``, ``set-beam``, ``rerank-weight``, ``evaluate``.
+
+    spacy-isbn train-config ewt training/ewt/config.cfg
+    spacy-isbn timed-train training/ewt/config.cfg training/ewt --train corpus/ewt/train.spacy --dev corpus/ewt/dev.spacy
+    spacy-isbn rerank-weight training/ewt/model-best corpus/ewt/dev.spacy
+    spacy-isbn evaluate training/ewt/model-best corpus/ewt/test.spacy metrics/ewt.json
+"""
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import spacy
+import srsly
+from spacy.tokens import DocBin
+
+from ..corpus.conll import docs_to_conll
+from ..corpus.fetch import asset_meta
+from ..corpus.readers import gold_tagged_doc, sentence_starts
+from ..evaluation.metrics import score_conll18, score_dependencies
+from ._util import Arg, CliError, Opt, app, at_least, numbers, require
+from .data import TREEBANK_HELP
+
+
+def train_config(treebank: str, output: Path, *, config_dir: Path = Path("configs"),
+                 asset_dir: Optional[Path] = None) -> Path:
+    """Write the isbn_parser training config of ``treebank`` to ``output``:
+    ``<config_dir>/<treebank>.cfg`` when it has its own (ewt, ddt), else
+    ``<config_dir>/ewt.cfg`` (UD, one root per sentence) with ``nlp.lang`` the
+    language fetch found in ``asset_dir`` (default ``assets/<treebank>``)."""
+    own = Path(config_dir) / f"{treebank}.cfg"
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if own.exists():
+        shutil.copyfile(own, output)
+        print(f"{treebank}: {own} -> {output}")
+        return output
+    base = require(Path(config_dir) / "ewt.cfg", "UD config")
+    lang = asset_meta(asset_dir or Path("assets") / treebank)["lang"]
+    config = spacy.util.load_config(base, interpolate=False)
+    config["nlp"]["lang"] = lang
+    header = (f"# {base} with nlp.lang = {lang} for {treebank}, which has no {own}; written by\n"
+              f"#   spacy-isbn train-config {treebank} {output}\n")
+    output.write_text(header + config.to_str(), encoding="utf8")
+    print(f"{treebank}: {base} with nlp.lang = {lang!r} -> {output}")
+    return output
+
+
+def set_beam(model: Path, beam_width: int) -> None:
+    """Make ``beam_width`` the default of a saved pipeline's isbn_parser."""
+    config_path = require(Path(model) / "config.cfg", "pipeline config")
+    config = spacy.util.load_config(config_path)
+    names = [name for name, comp in config["components"].items() if comp.get("factory") == "isbn_parser"]
+    if not names:
+        raise CliError(f"{model}: no isbn_parser component to set the beam of "
+                       f"(components: {', '.join(config['components']) or 'none'})")
+    _save_setting(Path(model), names, "beam_width", beam_width)
+
+
+def _save_setting(model: Path, names: Sequence[str], key: str, value) -> None:
+    """Make ``value`` the ``key`` of the saved pipeline's components ``names``:
+    in its config and in each component's own cfg (which loading restores)."""
+    config_path = model / "config.cfg"
+    config = spacy.util.load_config(config_path)
+    for name in names:
+        config["components"][name][key] = value
+        cfg_path = model / name / "cfg"
+        cfg = srsly.read_json(cfg_path)
+        cfg[key] = value
+        srsly.write_json(cfg_path, cfg)
+    config.to_disk(config_path)
+    print(f"{model}: {key} = {value:g}")
+
+
+def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: int = 64) -> dict:
+    """Choose the ``isbn_reranker``'s weight (lambda in log P_cond + lambda
+    log P_gen) by LAS on ``dev`` as raw text, and save it with the pipeline.
+    The pipeline runs once; the candidates' scores do not depend on lambda."""
+    from spacy.training import Example
+
+    nlp = spacy.load(require(model, "pipeline"))
+    names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
+    if not names:
+        raise CliError(f"{model}: no isbn_reranker component to choose the weight of "
+                       f"(components: {', '.join(nlp.pipe_names) or 'none'})")
+    if not weights:
+        raise CliError("give at least one weight")
+    name = names[0]
+    reranker = nlp.get_pipe(name)
+    refs = list(DocBin().from_disk(require(dev, "corpus")).get_docs(nlp.vocab))
+    inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
+                               spaces=[bool(t.whitespace_) for t in d]) for d in refs]
+    with nlp.select_pipes(disable=[name]):
+        preds = list(nlp.pipe(inputs, batch_size=batch_size))
+    candidates = reranker.candidates(preds)
+    las = {}
+    for weight in weights:
+        reranker.annotate(preds, candidates, weight)
+        las[weight] = score_dependencies([Example(p, r) for p, r in zip(preds, refs)])["las"]
+        print(f"rerank_weight {weight:g}: dev LAS {las[weight]:.2f}")
+    best = max(weights, key=lambda w: las[w])  # the first of equals
+    _save_setting(Path(model), [name], "rerank_weight", best)
+    return {"rerank_weight": best, "dev_las": {str(w): v for w, v in las.items()}}
+
+
+def evaluate(
+    model: Path,
+    data: Path,
+    output: Path,
+    *,
+    gold_tags: bool = True,
+    gold_sentences: bool = True,
+    beam_width: Optional[int] = None,
+    conll_out: Optional[Path] = None,
+    batch_size: int = 64,
+    tagging: Optional[str] = None,
+    disable: Sequence[str] = (),
+) -> dict:
+    """Parse ``data`` (a .spacy file) and write LAS/UAS (punctuation excluded),
+    F1 by dependency length, sentence F1 and words/sec to ``output``; without
+    gold tags also the CoNLL 2018 scores (all words, UPOS/XPOS/UFeats).
+
+    With ``gold_tags`` the parser gets gold tokenization, tags and morphology
+    (the paper's setting) and only the parser runs; otherwise the whole
+    pipeline (e.g. tagger + morphologizer + parser) runs on the words.
+    With ``gold_sentences`` the gold sentence boundaries are given (the
+    CoNLL-X setting); without, the parser (or a senter in the pipeline) finds
+    them.  ``tagging`` overrides the parser's tagging mode ("joint": the
+    tagger and morphologizer are switched off); ``disable`` switches off other
+    components (e.g. a senter, to let the parser find the boundaries)."""
+    from spacy.training import Example
+
+    nlp = spacy.load(require(model, "pipeline"))
+    parser_names = [name for name in nlp.pipe_names if name.endswith("parser")]
+    if not parser_names:
+        raise CliError(f"{model}: no parser component to evaluate "
+                       f"(components: {', '.join(nlp.pipe_names) or 'none'})")
+    parser_name = parser_names[0]
+    refs = list(DocBin().from_disk(require(data, "corpus")).get_docs(nlp.vocab))
+    parser = nlp.get_pipe(parser_name)
+    if beam_width is not None:
+        parser.cfg["beam_width"] = beam_width
+    off = set(disable)
+    if tagging is not None:
+        if "tagging" not in parser.cfg:
+            raise CliError(f"{model}: {parser_name} has no tagging setting")
+        parser.cfg["tagging"] = tagging
+        if tagging == "joint":
+            off |= {"tagger", "morphologizer"}
+            if "senter" not in nlp.pipe_names or "senter" in off:
+                off.add("tok2vec")
+    unknown = set(disable) - set(nlp.pipe_names)
+    if unknown:
+        raise CliError(f"{model}: no component {', '.join(sorted(unknown))} to disable "
+                       f"(components: {', '.join(nlp.pipe_names)})")
+    if gold_tags:
+        inputs = [gold_tagged_doc(d, gold_sentences) for d in refs]
+        # the parser, what it reads (a conditional parser: tok2vec) and what reranks it
+        reads_vectors = not getattr(parser, "generative", True)
+        names = [n for n in nlp.pipe_names if n == parser_name
+                 or (reads_vectors and nlp.get_pipe_meta(n).factory == "tok2vec")
+                 or nlp.get_pipe_meta(n).factory == "isbn_reranker"]
+    else:
+        inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
+                                   spaces=[bool(t.whitespace_) for t in d],
+                                   sent_starts=sentence_starts(d) if gold_sentences else None)
+                  for d in refs]
+        names = [n for n in nlp.pipe_names if n not in off]
+    with nlp.select_pipes(enable=names):
+        start = time.perf_counter()
+        preds = list(nlp.pipe(inputs, batch_size=batch_size))
+        elapsed = time.perf_counter() - start
+    for ref, pred in zip(refs, preds):
+        for key in ("isbn_sentences", "isbn_conll"):
+            if key in ref.user_data:
+                pred.user_data[key] = ref.user_data[key]
+    examples = [Example(p, r) for p, r in zip(preds, refs)]
+    n_words = sum(len(d) for d in refs)
+    result = score_dependencies(examples)
+    if not gold_tags:
+        result["conll18"] = score_conll18(examples)
+    result.update({
+        "model": str(model), "data": str(data), "gold_tags": gold_tags,
+        "gold_sentences": gold_sentences, "components": names, "tagging": parser.cfg.get("tagging"),
+        "beam_width": nlp.get_pipe(parser_name).cfg.get("beam_width"),
+        "words": n_words, "seconds": elapsed, "words_per_second": n_words / max(elapsed, 1e-9),
+    })
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    srsly.write_json(output, result)
+    if conll_out is not None:
+        fmt = "conllx" if str(conll_out).endswith((".conll", ".conllx")) else "conllu"
+        docs_to_conll(preds, conll_out, fmt=fmt)
+    shown = {k: result[k] for k in ("las", "uas", "words_per_second")}
+    if "conll18" in result:
+        shown["conll18"] = result["conll18"]
+    print(json.dumps(shown, indent=1))
+    return result
+
+
+@app.command("train-config")
+def train_config_cli(
+    treebank: str = Arg(..., help=TREEBANK_HELP),
+    output: Path = Arg(..., help="the config to write"),
+    config_dir: Path = Opt(Path("configs"), "--config-dir"),
+    asset_dir: Optional[Path] = Opt(None, "--asset-dir", help="holds fetch's meta.json (default: assets/TREEBANK)"),
+):
+    """A treebank's training config: configs/TREEBANK.cfg, else configs/ewt.cfg in its language."""
+    train_config(treebank, output, config_dir=config_dir, asset_dir=asset_dir)
+
+
+@app.command("baseline-config")
+def baseline_config_cli(
+    treebank: str = Arg(..., help=TREEBANK_HELP),
+    output: Path = Arg(..., help="the config to write"),
+    lang: Optional[str] = Opt(None, "--lang", help="default: the language fetch found (ASSET_DIR/meta.json)"),
+    asset_dir: Optional[Path] = Opt(None, "--asset-dir", help="default: assets/TREEBANK"),
+):
+    """spaCy's own tagger,morphologizer,parser config (spacy init config --optimize efficiency)."""
+    from ..evaluation import benchmark
+
+    lang = lang or asset_meta(asset_dir or Path("assets") / treebank)["lang"]
+    benchmark.baseline_config(treebank, output, lang=lang)
+
+
+@app.command("timed-train")
+def timed_train_cli(
+    config: Path = Arg(..., help="the training config"),
+    output: Path = Arg(..., help="spacy train's output directory"),
+    train: Optional[Path] = Opt(None, "--train", help="--paths.train"),
+    dev: Optional[Path] = Opt(None, "--dev", help="--paths.dev"),
+    gpu_id: int = Opt(-1, "--gpu-id"),
+    max_steps: int = Opt(0, "--max-steps", help="0: the config's own"),
+    overrides: List[str] = Opt([], "--set", metavar="KEY=VALUE",
+                               help="a further spacy train override, e.g. training.eval_frequency=10"),
+    timing_out: Optional[Path] = Opt(None, "--timing-out", help="default: OUTPUT/train_timing.json"),
+):
+    """spacy train in a child process, timing each evaluation."""
+    from ..evaluation.benchmark import timed_train
+
+    timed_train(require(config, "config"), output, train=train, dev=dev, gpu_id=gpu_id,
+                max_steps=at_least(max_steps, 0, "--max-steps"), overrides=overrides,
+                timing_out=timing_out)
+
+
+@app.command("jackknife")
+def jackknife_cli(
+    config: Path = Arg(..., help="the pipeline's training config (its parser is left out)"),
+    train: Path = Arg(..., help="train .spacy"),
+    dev: Path = Arg(..., help="dev .spacy"),
+    output: Path = Arg(..., help="the train corpus with jackknifed tags"),
+    folds: int = Opt(2, "--folds"),
+    max_steps: int = Opt(800, "--max-steps", help="training steps of each fold's tagger"),
+):
+    """Train corpus with jackknifed tags (taggers trained on the other folds)."""
+    from ..jackknife import jackknife
+
+    for path, what in ((config, "config"), (train, "corpus"), (dev, "corpus")):
+        require(path, what)
+    jackknife(config, train, dev, output, folds=at_least(folds, 2, "--folds"),
+              max_steps=at_least(max_steps, 1, "--max-steps"))
+
+
+@app.command("set-beam")
+def set_beam_cli(
+    model: Path = Arg(..., help="a saved pipeline"),
+    beam_width: int = Arg(..., help="the isbn_parser's default beam width"),
+):
+    """Set the default beam width of a saved pipeline."""
+    set_beam(model, at_least(beam_width, 1, "beam width"))
+
+
+@app.command("rerank-weight")
+def rerank_weight_cli(
+    model: Path = Arg(..., help="a saved pipeline with an isbn_reranker"),
+    dev: Path = Arg(..., help="dev .spacy, parsed as raw text"),
+    weights: str = Opt("0,0.1,0.2,0.3,0.5,0.75,1,1.5,2,3,5", "--weights", help="comma-separated candidates"),
+):
+    """Choose isbn_reranker's weight on dev (raw text) and save it with the pipeline."""
+    rerank_weight(model, dev, numbers(weights, "--weights", float, minimum=0))
+
+
+@app.command("evaluate")
+def evaluate_cli(
+    model: Path = Arg(..., help="a saved pipeline"),
+    data: Path = Arg(..., help="a .spacy corpus"),
+    output: Path = Arg(..., help="metrics JSON"),
+    pipeline_tags: bool = Opt(False, "--pipeline-tags", help="run the whole pipeline instead of gold tags"),
+    parser_sentences: bool = Opt(False, "--parser-sentences",
+                                 help="do not give gold sentence boundaries: the parser finds them"),
+    beam_width: Optional[int] = Opt(None, "--beam-width"),
+    conll_out: Optional[Path] = Opt(None, "--conll-out", help="also write the parses as CoNLL-U/CoNLL-X"),
+    tagging: Optional[str] = Opt(None, "--tagging",
+                                 help="the parser's tagging mode: pipeline, joint (tagger and morphologizer off) or auto"),
+    disable: str = Opt("", "--disable", help="components to switch off, comma-separated (e.g. senter)"),
+):
+    """Parse a .spacy file and write metrics JSON."""
+    if tagging not in (None, "pipeline", "joint", "auto"):
+        raise CliError(f"--tagging {tagging!r}: one of pipeline, joint, auto")
+    evaluate(model, data, output, gold_tags=not pipeline_tags, gold_sentences=not parser_sentences,
+             beam_width=at_least(beam_width, 1, "--beam-width"), conll_out=conll_out,
+             tagging=tagging, disable=[n for n in disable.split(",") if n])

@@ -385,3 +385,28 @@ def test_console_script_and_module_run_the_same_app():
     for argv in (["-m", "spacy_isbn", "--help"], ["-m", "spacy_isbn.cli", "--help"]):
         proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
         assert proc.returncode == 0 and "rerank-weight" in proc.stdout
+
+
+def test_package_builds_a_loadable_package_with_the_measured_scores(tmp_path):
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "2"])
+    model = tmp_path / "model"
+    _train_tiny(corpus, model)
+    row = {"name": "conditional + generative reranking (shipped)", "rerank": True,
+           "words_per_second": 1234.5, "scores": {"las": 81.5, "uas": 84.0, "upos": 95.0,
+                                                   "sentences": {"f1": 70.0}}}
+    metrics = tmp_path / "raw.json"
+    srsly.write_json(metrics, {"systems": [{"name": "spaCy", "scores": {"las": 1.0}}, row]})
+    main(["package", str(model), str(tmp_path / "packages"), "--name", "isbn_tiny",
+          "--version", "0.2.0", "--metrics", str(metrics)])
+    root = tmp_path / "packages" / "en_isbn_tiny-0.2.0"
+    meta = srsly.read_json(root / "meta.json")
+    assert any(req.startswith("spacy-isbn") for req in meta["requirements"])
+    assert meta["performance"]["raw_test_las"] == pytest.approx(0.815)
+    assert meta["performance"]["raw_test_sents_f"] == pytest.approx(0.7)
+    nlp = spacy.load(root / "en_isbn_tiny" / "en_isbn_tiny-0.2.0")
+    assert nlp.pipe_names == ["isbn_parser"] and meta["version"] == "0.2.0"
+    assert (root / "setup.py").exists()  # what pip installs from
+    msg = _error(["package", model, tmp_path / "p2", "--name", "x", "--metrics",
+                  tmp_path / "nothing.json"])
+    assert "metrics JSON not found" in msg

@@ -1,0 +1,73 @@
+"""``package``: a trained pipeline as a pip-installable package, through
+``spacy package``, its meta carrying the raw-text test scores measured by
+``raw-benchmark``.
+
+    spacy-isbn package training/ewt/model-best packages --name isbn_ewt --metrics metrics/raw_ewt.json
+    pip install packages/en_isbn_ewt-0.1.0
+"""
+from pathlib import Path
+from typing import Optional
+
+import srsly
+
+from ._util import Arg, CliError, Opt, app, require
+
+SCORES = ("las", "uas", "upos", "xpos", "ufeats")
+
+
+def shipped_scores(metrics: Path) -> dict:
+    """The shipped setting's raw-text test scores in ``raw-benchmark``'s JSON
+    (the reranked row), as meta ``performance`` keys."""
+    systems = srsly.read_json(metrics).get("systems", [])
+    row = next((s for s in systems if s.get("rerank")), None)
+    if row is None:
+        raise CliError(f"{metrics}: the shipped setting (conditional + generative reranking) "
+                       "was not measured")
+    scores = {f"raw_test_{k}": round(row["scores"][k] / 100, 4) for k in SCORES if k in row["scores"]}
+    scores["raw_test_sents_f"] = round(row["scores"]["sentences"]["f1"] / 100, 4)
+    scores["raw_test_words_per_second"] = round(row["words_per_second"])
+    scores["raw_test_system"] = row["name"]
+    return scores
+
+
+def package(model: Path, output_dir: Path, name: str, version: str,
+            metrics: Optional[Path] = None, build: str = "none") -> Path:
+    """Write the package of ``model`` under ``output_dir`` with ``spacy
+    package`` (which adds spacy-isbn to its requirements: the components come
+    from it) and return the package's directory."""
+    from spacy.cli.package import package as spacy_package
+
+    model = require(model, "pipeline")
+    meta = srsly.read_json(require(model / "meta.json", "pipeline meta"))
+    meta.update({"name": name, "version": version,
+                 "description": "spaCy pipeline with the ISBN parser (spacy-isbn): tags, sentences, "
+                                "dependency trees and their generative log-probabilities",
+                 "url": "https://github.com/spacy-isbn/spacy-isbn", "license": "MIT"})
+    if metrics is not None:
+        meta.setdefault("performance", {}).update(shipped_scores(require(metrics, "metrics JSON")))
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    meta_path = output_dir / f"meta_{name}.json"
+    srsly.write_json(meta_path, meta)
+    formats = {f.strip() for f in build.split(",") if f.strip()}
+    if not formats <= {"sdist", "wheel", "none"}:
+        raise CliError(f"--build {build!r}: sdist and/or wheel, or none")
+    spacy_package(model, output_dir, meta_path=meta_path, name=name, version=version,
+                  create_sdist="sdist" in formats, create_wheel="wheel" in formats,
+                  force=True, silent=False)
+    path = output_dir / f"{meta['lang']}_{name}-{version}"
+    print(f"{model} -> {path}")
+    return path
+
+
+@app.command("package")
+def package_cli(
+    model: Path = Arg(..., help="a trained pipeline, e.g. training/ewt/model-best"),
+    output_dir: Path = Arg(..., help="the package goes to OUTPUT_DIR/<lang>_<name>-<version>"),
+    name: str = Opt(..., "--name", help="package name without the language, e.g. isbn_ewt"),
+    version: str = Opt("0.1.0", "--version"),
+    metrics: Optional[Path] = Opt(None, "--metrics", help="raw-benchmark's JSON: its scores go into the meta"),
+    build: str = Opt("none", "--build", help="also build sdist and/or wheel (comma-separated; needs the build package), or none: the package directory itself is pip-installable"),
+):
+    """A trained pipeline as a pip-installable package (spacy package), with its measured scores."""
+    package(model, output_dir, name, version, metrics=metrics, build=build)

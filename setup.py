@@ -5,7 +5,7 @@ from setuptools import Extension, setup
 setup(
     ext_modules=cythonize(
         [
-            Extension("spacy_isbn.transitions._slots", ["spacy_isbn/transitions/_slots.pyx"]),
+            Extension("spacy_isbn.transitions._arena", ["spacy_isbn/transitions/_arena.pyx"]),
             Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"]),
             Extension("spacy_isbn.transitions._left_corner",
                       ["spacy_isbn/transitions/_left_corner.pyx"]),

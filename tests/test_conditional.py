@@ -136,7 +136,7 @@ def test_forward_matches_the_step_scorer_along_gold_derivations():
     log P(tree | words) of each gold sentence."""
     nlp, parser, egs = inline_parser(n_docs=1)
     doc = egs[0].reference
-    ext = parser.extractor
+    ext = parser.moves
     vectors, _, _ = project_tokens(parser.model, [egs[0].predicted])
     scorer = ISBNScorer(parser.model, vectors)
     derivs = parser._derivations(egs)
@@ -266,7 +266,7 @@ def test_free_end_pipeline_trains_and_parses_one_tree_per_sentence():
     optimizer.learn_rate = 0.01
     for _ in range(40):
         nlp.update(egs, sgd=optimizer)
-    assert parser.extractor.new_states(False).free_end
+    assert parser.moves.new_states(False).free_end
     scores = nlp.evaluate(egs)
     assert scores["dep_las"] > 0.9 and scores["sents_f"] > 0.9
     doc = nlp("cats sleep . the dog barks .")

@@ -2,13 +2,13 @@
 import numpy
 import pytest
 
-from spacy_isbn.model.derivation import DerivationBatch, build_derivation
-from spacy_isbn.model.features import FeatureExtractor, SentenceInputs, parse_templates
+from spacy_isbn.model.derivation import DerivationBatch
+from spacy_isbn.model.features import SentenceInputs, parse_templates
 from spacy_isbn.model.isbn import ISBNScorer, build_isbn_model
 from spacy_isbn.model.lexicon import Lexicon, TokenRecord
 from spacy_isbn.transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_RELATIONS, REDUCE, RIGHT, SHIFT,
-    Configuration, oracle_derivation,
+    ArcEagerMoves, Configuration, oracle_derivation,
 )
 
 from .conftest import TINY_TREEBANK
@@ -23,7 +23,7 @@ def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
             kind = LABELS_ROOT if h == i else (LABELS_LEFT if h > i else LABELS_RIGHT)
             arcs.append((lab, kind))
     lex = Lexicon(cutoff=1).build(toks, arcs)
-    ext = FeatureExtractor(parse_templates(features), lex)
+    ext = ArcEagerMoves(parse_templates(features), lex)
     model = build_isbn_model(hidden_width=width, features=features,
                              latent_edges=latent_edges, init_scale=0.5)
     for dim, value in dict(nF=ext.n_rows, nL=lex.n_labels, nT=len(lex.tags),
@@ -36,9 +36,9 @@ def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
     derivs = []
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
-        derivs.append(build_derivation(SentenceInputs(tk, lex), gold,
-                                       [0] + [lex.label_ids[x] for x in labels],
-                                       ext, lex.end_tag, multiroot))
+        derivs.append(ext.derivation(SentenceInputs(tk, lex),
+                                     (gold, [0] + [lex.label_ids[x] for x in labels]),
+                                     lex.end_tag, multiroot))
     return model, lex, ext, toks, derivs
 
 

@@ -219,7 +219,7 @@ def test_word_dropout_replaces_only_known_forms(trained):
     batch = DerivationBatch.from_derivations(parser._derivations(examples))
     feats = batch.feats.copy()
     parser._drop_words(feats, 1.0)
-    form_cols = dict(parser.extractor.form_columns())
+    form_cols = dict(parser.moves.form_columns())
     changed = numpy.nonzero((feats != batch.feats).any(axis=(0, 1)))[0]
     assert set(changed) <= set(form_cols) and changed.size
     for col, unk in form_cols.items():

@@ -10,7 +10,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_isbn.model.derivation import DerivationBatch, build_derivation, chain_derivations
+from spacy_isbn.model.derivation import DerivationBatch, chain_derivations
 from spacy_isbn.model.features import SentenceInputs
 from spacy_isbn.model.isbn import ISBNScorer
 
@@ -165,7 +165,7 @@ def test_generation_distributions_are_proper(pipeline):
 
 def _forward_logprob(parser, doc, sentences, joint):
     """log P(trees, words) of one of the search's analyses under the training forward."""
-    lex, ext = parser.lexicon, parser.extractor
+    lex, moves = parser.lexicon, parser.moves
     records = parser._records(doc)
     derivs = []
     for sent in sentences:
@@ -178,9 +178,9 @@ def _forward_logprob(parser, doc, sentences, joint):
             inputs.gen_tag = list(sent.tags)
             inputs.gen_bundle = list(sent.bundles)
             inputs.gen_form = [lex.form_id(t, r) for t, r in zip(sent.tags, inputs.records)]
-        derivs.append(build_derivation(inputs, [0] + list(sent.heads), [0] + list(sent.labels),
-                                       ext, lex.end_tag, parser.cfg["multiroot"]))
-    batch = DerivationBatch.from_derivations([chain_derivations(derivs)])
+        derivs.append(moves.derivation(inputs, ([0] + list(sent.heads), [0] + list(sent.labels)),
+                                       lex.end_tag, parser.cfg["multiroot"]))
+    batch = DerivationBatch.from_derivations([chain_derivations(derivs, moves.spec.sentence_link)])
     ll, _ = parser.model.begin_update(batch)
     return float(ll[0])
 

@@ -5,12 +5,12 @@ import numpy
 import pytest
 
 from spacy_isbn.corpus.ptb import parse_bracketed
-from spacy_isbn.model.derivation import DerivationBatch, build_left_corner_derivation
-from spacy_isbn.model.features import LeftCornerFeatures, SentenceInputs
+from spacy_isbn.model.derivation import DerivationBatch
+from spacy_isbn.model.features import SentenceInputs
 from spacy_isbn.model.isbn import ISBNScorer, build_isbn_model
 from spacy_isbn.model.lexicon import Lexicon, TokenRecord
 from spacy_isbn.transitions.left_corner import (
-    ATTACH, LEFT_CORNER, PROJECT, SHIFT, LeftCornerSystem,
+    ATTACH, LEFT_CORNER, PROJECT, SHIFT, LeftCornerMoves, LeftCornerSystem,
 )
 
 TREES = [
@@ -27,7 +27,7 @@ def _setup(width=6):
             for tree in trees]
     lex = Lexicon(cutoff=1).build(toks, [])
     system = LeftCornerSystem.from_trees(trees, tags=lex.tags)
-    features = LeftCornerFeatures(system, lex)
+    features = LeftCornerMoves(system, lex)
     states = features.new_states()
     model = build_isbn_model(hidden_width=width, init_scale=0.5)
     spec = LEFT_CORNER
@@ -41,8 +41,7 @@ def _setup(width=6):
     model.initialize()
     inputs = [SentenceInputs(tk, lex) for tk in toks]
     decisions = [system.oracle(tree) for tree in trees]
-    derivs = [build_left_corner_derivation(inp, dec, states, lex.end_tag)
-              for inp, dec in zip(inputs, decisions)]
+    derivs = [features.derivation(inp, tree, lex.end_tag) for inp, tree in zip(inputs, trees)]
     return model, lex, states, inputs, decisions, derivs, (trees, system, features)
 
 
@@ -126,7 +125,7 @@ def test_the_shared_search_parses_with_left_corner_derivations(beam_width):
         backprop(numpy.full(ll.shape, -1.0, dtype="float32"))
         model.finish_update(optimizer)
     ll, _ = model(batch, is_train=False)
-    search = BeamSearch(ISBNScorer(model), features, transitions=LEFT_CORNER,
+    search = BeamSearch(ISBNScorer(model), features,
                         beam_width=beam_width, label_top_k=3)
     parses = search.parse_many([(inp, [False] * (inp.n - 1) + [True]) for inp in inputs])
     for parse, tree, expected in zip(parses, trees, ll):

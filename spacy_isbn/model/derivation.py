@@ -10,9 +10,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..transitions import left_corner as lc
-from ..transitions.arc_eager import INPUT_CONTEXT, N_ACTIONS, N_RELATIONS, SHIFT
-from .features import FeatureExtractor, SentenceInputs
+from .features import SentenceInputs
 
 
 @dataclass
@@ -41,33 +39,7 @@ class Derivation:
         return self.feats.shape[0]
 
 
-def build_derivation(
-    sent: SentenceInputs,
-    gold_heads: Sequence[int],
-    gold_labels: Sequence[int],
-    extractor: FeatureExtractor,
-    end_tag: int,
-    multiroot: bool,
-) -> Derivation:
-    """``gold_heads``/``gold_labels``: 1-based, index 0 unused, projective.
-    The oracle walks one compiled configuration (:meth:`ArcEagerStates.derive`),
-    reading each step's sources, features and Phi as the search does."""
-    states = extractor.states(multiroot)
-    a = _step_arrays(4 * sent.n + 5, extractor.width, N_RELATIONS, N_ACTIONS)
-    # state 0: the initial decision generates word 1 from an empty history
-    a["feats"][0, 0] = 0
-    handle = states.start(numpy.zeros(1, "int32"), sent.rows[:1])
-    try:
-        T = states.derive(handle[0], numpy.asarray(list(gold_heads) + [-1], dtype="int32"),
-                          numpy.asarray(list(gold_labels) + [-1], dtype="int32"), sent.rows,
-                          a["src"], a["feats"], a["masks"], a["action"], a["label"],
-                          a["label_kind"], a["end_legal"])
-    finally:
-        states.release(handle)
-    return _derivation(a, T, sent, SHIFT, end_tag)
-
-
-def _step_arrays(T: int, width: int, n_relations: int, n_actions: int) -> dict:
+def step_arrays(T: int, width: int, n_relations: int, n_actions: int) -> dict:
     """Room for a derivation of up to T states: what the configurations and
     the oracle fill in per state (-1 / 0: none)."""
     return {"feats": numpy.full((T, width), -1, dtype="int32"),
@@ -79,7 +51,7 @@ def _step_arrays(T: int, width: int, n_relations: int, n_actions: int) -> dict:
             "end_legal": numpy.zeros((T,), dtype="uint8")}
 
 
-def _derivation(a: dict, T: int, sent: SentenceInputs, word_action: int, end_tag: int) -> Derivation:
+def derivation_of(a: dict, T: int, sent: SentenceInputs, word_action: int, end_tag: int) -> Derivation:
     """The first T states of arrays ``a``, with what each state generates:
     state 0 the first word, each word action the next word, the last one END."""
     action = a["action"][:T]
@@ -96,48 +68,6 @@ def _derivation(a: dict, T: int, sent: SentenceInputs, word_action: int, end_tag
                       a["end_legal"][:T].astype(bool), gen_bundle, gen_form, sent.n)
 
 
-def build_left_corner_derivation(sent: SentenceInputs, decisions: Sequence[Tuple[int, int]],
-                                 states, end_tag: int) -> Derivation:
-    """The gold left-corner derivation of a tree (``LeftCornerSystem.oracle``)
-    as the same arrays, for the same model: ``states`` is the system's arena
-    (``LeftCornerSystem.new_states``, whose tag ids must be the lexicon's).
-    The shift of word 1 is state 0, each later shift generates its word, and
-    the final attach to ROOT is the END that the word action generates."""
-    n, T = sent.n, len(decisions)
-    a = _step_arrays(T, states.width, lc.N_RELATIONS, lc.N_ACTIONS)
-    allowed = numpy.zeros((1, lc.N_ACTIONS), dtype="uint8")
-    kinds = numpy.zeros((1, 1), dtype="int32")
-    no = numpy.zeros(1, dtype="uint8")
-    end_row = numpy.full(sent.rows.shape[1], -1, dtype="int32")
-    a["feats"][0] = states.start_features(1)[0]
-    handle = states.start(numpy.zeros(1, "int32"), sent.rows[:1])
-    try:
-        shifted = 1
-        for t, (act, arg) in enumerate(decisions[1:], start=1):
-            states.describe(handle, no, a["src"][t: t + 1], a["feats"][t: t + 1],
-                            a["masks"][t: t + 1], allowed, a["end_legal"][t: t + 1], kinds)
-            final = t == T - 1
-            if final and not (act == lc.ATTACH and shifted == n and a["end_legal"][t]):
-                raise ValueError("not a complete left-corner derivation")
-            act = lc.SHIFT if final else act
-            if not a["masks"][t, act]:
-                raise ValueError(f"decision {t} ({act}, {arg}) is illegal")
-            a["action"][t] = act
-            if act == lc.PROJECT:
-                a["label"][t], a["label_kind"][t] = arg, kinds[0, 0]
-                states.advance(handle[0], lc.PROJECT, arg, t)
-            elif act == lc.ATTACH:
-                states.advance(handle[0], lc.ATTACH, -1, t)
-            else:  # a word, or after the last one END
-                states.advance(handle[0], lc.SHIFT, -1, t, end_row if final else sent.rows[shifted])
-                shifted += 1
-            if act != lc.SHIFT:
-                a["end_legal"][t] = 0
-    finally:
-        states.release(handle)
-    return _derivation(a, T, sent, lc.SHIFT, end_tag)
-
-
 def place_tokens(deriv: Derivation, first_token: int, doc_end: int) -> Derivation:
     """``deriv`` (one sentence's) with its words placed among the token
     vectors of an update: its first word is token ``first_token``, its doc
@@ -147,10 +77,10 @@ def place_tokens(deriv: Derivation, first_token: int, doc_end: int) -> Derivatio
                    tok_end=numpy.full(T, doc_end, dtype="int64"))
 
 
-def chain_derivations(derivs: List[Derivation]) -> Derivation:
+def chain_derivations(derivs: List[Derivation], link: int) -> Derivation:
     """Consecutive sentences of a doc as one derivation: each sentence's first
-    state is linked (input context) to the state that generated the previous
-    sentence's end, so where a sentence ends and how the next one begins are
+    state is linked (by relation ``link``, the system's ``sentence_link``) to
+    the state that generated the previous sentence's end, so where a sentence ends and how the next one begins are
     conditioned on what came before, as they are when the parser finds the
     boundaries of a doc itself."""
     if len(derivs) == 1:
@@ -159,7 +89,7 @@ def chain_derivations(derivs: List[Derivation]) -> Derivation:
     for k, d in enumerate(derivs):
         s = numpy.where(d.src >= 0, d.src + base, -1)
         if k > 0:
-            s[0, INPUT_CONTEXT] = base - 1  # the last state of a sentence generates its end
+            s[0, link] = base - 1  # the last state of a sentence generates its end
         src.append(s)
         base += d.n_states
     cat = {f.name: numpy.concatenate([getattr(d, f.name) for d in derivs])

@@ -1,17 +1,20 @@
-"""Explicit feature templates (MaltParser-style address.attribute pairs).
+"""The model's inputs: explicit feature templates (MaltParser-style
+address.attribute pairs of the arc-eager system) and the words of a segment
+as the configurations read them.
 
 The latent state is conditioned on embeddings of these features besides the
-linked earlier states.  Addresses only reach words that have already been
-generated (the stack, its heads and children, and the front of the queue), so
-there is no look-ahead.  Each template owns its own block of embedding rows.
+linked earlier states.  The generative model's addresses only reach words
+already generated (the stack, its heads and children, the front of the
+queue); the conditional model's ``vec`` templates also read the next words.
+Each template owns its own block of embedding rows; the transition systems
+(:mod:`spacy_isbn.transitions`) lay them out and fill them.
 """
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 import numpy
 
-from ..transitions._arc_eager import MAX_NODE_FEATS, WORD_ROW_WIDTH, ArcEagerStates
-from ..transitions._left_corner import N_FIXED_COLUMNS
-from .lexicon import UNK, Lexicon, TokenRecord
+from ..transitions._arc_eager import MAX_NODE_FEATS, WORD_ROW_WIDTH
+from .lexicon import Lexicon, TokenRecord
 
 MAX_FEATS = MAX_NODE_FEATS  # morphological features read per node (the rest are dropped)
 
@@ -59,15 +62,6 @@ def parse_templates(spec: str) -> Tuple[Tuple[str, str], ...]:
             )
         templates.append((addr, attr))
     return tuple(templates)
-
-
-def _template_columns(templates, offsets, first_column: int):
-    """(column, attribute, offset) of each template, its columns starting
-    at ``first_column`` (a feats template takes MAX_FEATS of them)."""
-    column = first_column
-    for (_, attr), offset in zip(templates, offsets):
-        yield column, attr, offset
-        column += MAX_FEATS if attr == "feats" else 1
 
 
 def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]], n_rows: int,
@@ -174,113 +168,3 @@ class JointTables:
         tags = numpy.asarray(list(tags), dtype="int64")
         forms = numpy.asarray([self.lex.form_id(int(t), record) for t in tags], dtype="int64")
         return tags, forms
-
-
-class FeatureExtractor:
-    """Maps a configuration to a fixed-width row of embedding-table ids."""
-
-    def __init__(self, templates: Sequence[Tuple[str, str]], lex: Lexicon, free_end: bool = False):
-        """``free_end``: a sentence may end after any word, its headless words
-        attached when it is decoded (the conditional model)."""
-        self.templates = tuple(templates)
-        self.free_end = free_end
-        self.n_labels = lex.n_labels
-        self.offsets: List[int] = []
-        self.width = 1  # the previous decision
-        offset = self.n_decisions
-        for addr, attr in self.templates:
-            self.offsets.append(offset)
-            offset += {"dep": lex.n_labels + 3, "vec": VEC_ROWS}.get(attr) or lex.input_size(attr)
-            self.width += MAX_FEATS if attr == "feats" else 1
-        self.n_rows = offset
-        self._states: Dict[str, ArcEagerStates] = {}
-
-    def start_features(self, n: int) -> numpy.ndarray:
-        """(n, width) features of a sentence's first state: the start decision only."""
-        feats = numpy.full((n, self.width), -1, dtype="int32")
-        feats[:, 0] = 0
-        return feats
-
-    @staticmethod
-    def sentence(states: ArcEagerStates, handle: int, n_words: int) -> dict:
-        """A finished sentence's analysis (see ``ParsedSentence``): heads and
-        labels, and the tags and bundles generated."""
-        heads, labels, tags, bundles = states.tree(handle, n_words)
-        return {"heads": heads, "labels": labels, "tags": tags, "bundles": bundles}
-
-    def states(self, multiroot: bool) -> ArcEagerStates:
-        """The arena of configurations whose features are these templates
-        (one per setting, kept: configurations are freed after use)."""
-        key = "multiroot" if multiroot else "single"
-        if key not in self._states:
-            self._states[key] = self.new_states(multiroot)
-        return self._states[key]
-
-    def new_states(self, multiroot: bool) -> ArcEagerStates:
-        """A fresh arena of configurations whose features are these templates."""
-        return ArcEagerStates([ADDRESSES.index(a) for a, _ in self.templates],
-                              [ATTRIBUTES.index(t) for _, t in self.templates],
-                              self.offsets, self.n_labels, multiroot, self.free_end)
-
-    def vector_columns(self) -> List[Tuple[int, int]]:
-        """(column, offset) of each ``vec`` template (see :func:`vector_feature_ids`)."""
-        return [(column, offset) for column, attr, offset
-                in _template_columns(self.templates, self.offsets, 1) if attr == "vec"]
-
-    def form_columns(self) -> List[Tuple[int, int]]:
-        """(column, id of the unknown form) of each word-form template."""
-        return [(column, offset + UNK) for column, attr, offset
-                in _template_columns(self.templates, self.offsets, 1) if attr == "form"]
-
-    @property
-    def n_decisions(self) -> int:
-        """Values of the previous decision: start, shift, reduce, left/right labels."""
-        return 3 + 2 * self.n_labels
-
-
-class LeftCornerFeatures:
-    """The left-corner system's explicit features over the model lexicon's
-    inputs: the previous decision, the top's symbol, and the form and tag of
-    the last shifted word and of the top's left-corner word (see
-    ``LeftCornerSystem.new_states``).  Gives the search what
-    :class:`FeatureExtractor` gives it for arc-eager."""
-
-    TEMPLATES = (("shifted", "form"), ("shifted", "tag"), ("left_corner", "form"),
-                 ("left_corner", "tag"))
-    # the conditional model's: token vectors of those words and the next two
-    CONDITIONAL_TEMPLATES = (("shifted", "vec"), ("left_corner", "vec"), ("next", "vec"),
-                             ("next2", "vec"))
-
-    def __init__(self, system, lex: Lexicon, conditional: bool = False):
-        self.system = system
-        self.templates = self.CONDITIONAL_TEMPLATES if conditional else self.TEMPLATES
-        self.offsets: List[int] = []
-        self.n_rows = system.n_decision_ids + system.n_symbols
-        for _, attr in self.templates:
-            self.offsets.append(self.n_rows)
-            self.n_rows += VEC_ROWS if attr == "vec" else lex.input_size(attr)
-        self._states = self.new_states(False)
-        self.width = self._states.width
-
-    def new_states(self, multiroot: bool = False):
-        """A fresh arena of the system's configurations (one root node per
-        tree: ``multiroot`` does not apply)."""
-        return self.system.new_states(0, self.system.n_decision_ids, self.templates, self.offsets)
-
-    def vector_columns(self) -> List[Tuple[int, int]]:
-        """(column, offset) of each ``vec`` template (see :func:`vector_feature_ids`)."""
-        return [(column, offset) for column, attr, offset
-                in _template_columns(self.templates, self.offsets, N_FIXED_COLUMNS)
-                if attr == "vec"]
-
-    def states(self, multiroot: bool = False):
-        return self._states
-
-    def start_features(self, n: int) -> numpy.ndarray:
-        return self._states.start_features(n)
-
-    @staticmethod
-    def sentence(states, handle: int, n_words: int) -> dict:
-        """A finished sentence's tree as per-node parent, label, word position."""
-        parents, labels, positions, _ = states.tree(handle, n_words)
-        return {"heads": [], "labels": [], "nodes": (list(parents), list(labels), list(positions))}

@@ -362,7 +362,7 @@ class Decisions:
 HEADS = ("a", "l", "t", "b", "f")  # action, label, tag (+ END), bundle, form
 
 
-def _slots(batch: DerivationBatch) -> dict:
+def _decision_positions(batch: DerivationBatch) -> dict:
     """For each head, the position of its decision within the step (-1: none):
     action, then label or tag, bundle, form (state 0: tag, bundle, form)."""
     has_a = batch.action >= 0
@@ -390,11 +390,11 @@ def _head_decisions(dec: Decisions, batch: DerivationBatch, key: str, b, t) -> L
     return dec.form(rows, batch.gen_tag[b, t], batch.gen_form[b, t])
 
 
-def _step_decisions(dec: Decisions, batch: DerivationBatch, t: int, slots: dict) -> dict:
+def _step_decisions(dec: Decisions, batch: DerivationBatch, t: int, positions: dict) -> dict:
     """head -> its observed groups at step t, rows numbered by sentence."""
     out = {}
     for key in HEADS:
-        b = numpy.nonzero(slots[key][:, t] >= 0)[0]
+        b = numpy.nonzero(positions[key][:, t] >= 0)[0]
         if b.size:
             out[key] = _head_decisions(dec, batch, key, b, t)
             for ob in out[key]:
@@ -402,13 +402,13 @@ def _step_decisions(dec: Decisions, batch: DerivationBatch, t: int, slots: dict)
     return out
 
 
-def _restrict(groups: List[Observed], slot_of_row: numpy.ndarray, k: int,
+def _restrict(groups: List[Observed], position_of_row: numpy.ndarray, k: int,
               position: numpy.ndarray) -> List[Observed]:
-    """The decisions made at slots <= k by the rows ``position`` numbers
-    (-1: not re-estimated now), rows renumbered."""
+    """The decisions made at positions <= k (within their step) by the rows
+    ``position`` numbers (-1: not re-estimated now), rows renumbered."""
     out = []
     for ob in groups:
-        keep = (slot_of_row[ob.rows] <= k) & (position[ob.rows] >= 0)
+        keep = (position_of_row[ob.rows] <= k) & (position[ob.rows] >= 0)
         if keep.any():
             sub = ob.subset(keep)
             sub.rows = position[sub.rows]
@@ -446,7 +446,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     dec = Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
                     model.attrs["label_blocks"], model.attrs["bundle_ranges"],
                     model.attrs["form_ranges"])
-    slots = _slots(batch)
+    positions = _decision_positions(batch)
     # the means each head's decisions are scored with: the final ones
     # (feed-forward) or those before the decision (mean field)
     M = {key: Hs for key in HEADS}
@@ -464,13 +464,13 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             Hs[:, t] = _sigmoid(pre)
             continue
         a = pre.copy()
-        decided = _step_decisions(dec, batch, t, slots)
-        step_slots = {key: slots[key][:, t] for key in decided}
-        n_slots = max([int(s.max()) + 1 for s in step_slots.values()] or [0])
-        for k in range(n_slots):
+        decided = _step_decisions(dec, batch, t, positions)
+        step_positions = {key: positions[key][:, t] for key in decided}
+        n_positions = max([int(s.max()) + 1 for s in step_positions.values()] or [0])
+        for k in range(n_positions):
             mu = _sigmoid(a)
-            # the decisions at slot k are scored with the means so far ...
-            at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_slots.items()]
+            # the decisions at position k are scored with the means so far ...
+            at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_positions.items()]
             at_k = [(key, r) for key, r in at_k if len(r)]
             for key, r in at_k:
                 M[key][r, t] = mu[r]
@@ -479,7 +479,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             position = numpy.full(B, -1)
             position[rows] = numpy.arange(len(rows))
             observed = [ob for key, groups in decided.items()
-                        for ob in _restrict(groups, step_slots[key], k, position)]
+                        for ob in _restrict(groups, step_positions[key], k, position)]
             a[rows], tape = meanfield.solve(a[rows], pre[rows], observed, iterations,
                                             keep_tape=is_train)
             tapes[t].append((rows, tape, at_k))
@@ -504,7 +504,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     }
     # every decision, one softmax per head (per tag for bundles and forms)
     for key in HEADS:
-        b, t = numpy.nonzero(slots[key] >= 0)
+        b, t = numpy.nonzero(positions[key] >= 0)
         if not b.size:
             continue
         for ob in _head_decisions(dec, batch, key, b, t):

@@ -30,13 +30,12 @@ from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import score_trees
 from ..model.derivation import (
-    Derivation, build_left_corner_derivation, place_tokens,
+    Derivation, place_tokens,
 )
-from ..model.features import LeftCornerFeatures
 from ..model.isbn import ISBNScorer, nll_per_word
 from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
-from ..transitions.left_corner import LEFT_CORNER, LeftCornerSystem, build_tree
+from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree
 from .objective import Objective
 from .training import update_on_derivations
 
@@ -113,7 +112,8 @@ class ISBNConstituency(Objective, TrainablePipe):
                     "collapse_unaries": collapse_unaries, "max_batch_words": max_batch_words}
         self.lexicon = Lexicon(cutoff)
         self.system: Optional[LeftCornerSystem] = None
-        self.features: Optional[LeftCornerFeatures] = None
+        # the transition system: grammar, features, compiled configurations
+        self.moves: Optional[LeftCornerMoves] = None
 
     # -- inputs ----------------------------------------------------------------
     @staticmethod
@@ -141,9 +141,9 @@ class ISBNConstituency(Objective, TrainablePipe):
     def _set(self, lexicon: Lexicon, system: LeftCornerSystem) -> None:
         """Size the shared model's heads for the left-corner system and this lexicon."""
         self.lexicon, self.system = lexicon, system
-        self.features = LeftCornerFeatures(system, lexicon, conditional=not self.generative)
-        spec = LEFT_CORNER
-        dims = {"nF": self.features.n_rows, "nL": system.n_labels, **self.word_dims(),
+        self.moves = LeftCornerMoves(system, lexicon, conditional=not self.generative)
+        spec = self.moves.spec
+        dims = {"nF": self.moves.n_rows, "nL": system.n_labels, **self.word_dims(),
                 "nA": spec.n_actions, "nR": spec.n_relations, "nK": len(spec.labelled_actions)}
         core = self.core
         for dim, value in dims.items():
@@ -151,22 +151,20 @@ class ISBNConstituency(Objective, TrainablePipe):
         core.attrs.update(
             bundle_ranges=[list(r) for r in lexicon.bundle_ranges] if self.generative else [],
             form_ranges=[list(r) for r in lexicon.form_ranges] if self.generative else [],
-            label_masks=self.features.states().label_mask_table().astype(bool).tolist(),
+            label_masks=self.moves.states().label_mask_table().astype(bool).tolist(),
             label_blocks=list(spec.label_blocks),
-            vector_columns=[list(c) for c in self.features.vector_columns()])
+            vector_columns=[list(c) for c in self.moves.vector_columns()])
 
     # -- training -------------------------------------------------------------
     def _derivations(self, examples: List[Example]) -> List[Derivation]:
         """One per doc (one tree); the conditional model's words are placed
         among the update's token vectors (the docs' in order)."""
-        states = self.features.states()
         out = []
         first_token = 0
         for eg in examples:
             tree = doc_tree(eg.reference)
             inputs = self._inputs(self._records(eg.reference))
-            deriv = build_left_corner_derivation(inputs, self.system.oracle(tree), states,
-                                                 self.end_tag)
+            deriv = self.moves.derivation(inputs, tree, self.end_tag)
             if not self.generative:
                 deriv = place_tokens(deriv, first_token, first_token + len(eg.predicted))
             first_token += len(eg.predicted)
@@ -202,8 +200,7 @@ class ISBNConstituency(Objective, TrainablePipe):
         if segments:
             vectors = self.piece_vectors(self.token_vectors(docs),
                                          [(d, 0, len(docs[d])) for d in where])
-            search = BeamSearch(ISBNScorer(self.model, vectors), self.features,
-                                transitions=LEFT_CORNER,
+            search = BeamSearch(ISBNScorer(self.model, vectors), self.moves,
                                 beam_width=self.cfg["beam_width"],
                                 label_top_k=self.cfg["label_top_k"])
             for d, parse in zip(where, search.parse_many(segments)):

@@ -46,15 +46,15 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..model.derivation import (
-    Derivation, DerivationBatch, build_derivation, chain_derivations, place_tokens, word_batches,
+    Derivation, DerivationBatch, chain_derivations, place_tokens, word_batches,
 )
-from ..model.features import FeatureExtractor, JointTables, parse_templates
+from ..model.features import JointTables, parse_templates
 from ..model.isbn import ISBNScorer, nll_per_word
 from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from .projectivity import deprojectivize, projectivize
 from ..transitions.arc_eager import (
-    ARC_EAGER, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, sentence_spans_from_heads,
+    LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
 )
 from .objective import Objective
 from .training import update_on_derivations
@@ -257,7 +257,7 @@ class ISBNParser(Objective, TrainablePipe):
             "boundary_beam": boundary_beam,
         }
         self.lexicon = Lexicon(cutoff)
-        self._extractor: Optional[FeatureExtractor] = None
+        self._moves: Optional[ArcEagerMoves] = None
         self._joint_tables: Optional[JointTables] = None
         self._cache: Dict[bytes, Optional[Derivation]] = {}
         self._tag_attrs = ["TAG" if tag_attr == "tag" else "POS"]  # see _set_lexicon
@@ -270,12 +270,14 @@ class ISBNParser(Objective, TrainablePipe):
         return tuple(self.lexicon.labels)
 
     @property
-    def extractor(self) -> FeatureExtractor:
-        if self._extractor is None:
+    def moves(self) -> ArcEagerMoves:
+        """The transition system: its features over the lexicon, its compiled
+        configurations, its oracle derivations."""
+        if self._moves is None:
             templates = parse_templates(self.core.attrs["features"])
             free_end = not self.generative and self.cfg.get("free_end", False)
-            self._extractor = FeatureExtractor(templates, self.lexicon, free_end=free_end)
-        return self._extractor
+            self._moves = ArcEagerMoves(templates, self.lexicon, free_end=free_end)
+        return self._moves
 
     @property
     def joint_tables(self) -> JointTables:
@@ -332,7 +334,7 @@ class ISBNParser(Objective, TrainablePipe):
         it never saw, too many roots).  The tags are the doc's (see ``tagging``)."""
         if not self.generative:
             raise ValueError(f"{self.name}: tree_logprobs needs objective = 'generative'")
-        lex, ext = self.lexicon, self.extractor
+        lex = self.lexicon
         out = [numpy.full(len(sents), -numpy.inf) for _, sents in items]
         chains: List[Tuple[int, List[int], List[Derivation]]] = []
         for i, (doc, sents) in enumerate(items):
@@ -350,15 +352,15 @@ class ISBNParser(Objective, TrainablePipe):
                     chain = (i, [], [])
                     continue
                 chain[1].append(k)
-                chain[2].append(build_derivation(self._inputs(records[start:end]), oracle[0],
-                                                 [0] + label_ids, ext, self.end_tag,
-                                                 self.cfg["multiroot"]))
+                chain[2].append(self.moves.derivation(self._inputs(records[start:end]),
+                                                      (oracle[0], [0] + label_ids), self.end_tag,
+                                                      self.cfg["multiroot"]))
             if chain[2]:
                 chains.append(chain)
         # per chain: its derivation, item, sentence indices and sentences' state counts
         chained = {}
         for i, ks, derivs in chains:
-            deriv = chain_derivations(derivs)
+            deriv = chain_derivations(derivs, self.moves.spec.sentence_link)
             chained[id(deriv)] = (deriv, i, ks, [d.n_states for d in derivs])
         for batch, _ in word_batches([c[0] for c in chained.values()],
                                      max(1, self.cfg["max_batch_words"])):
@@ -414,10 +416,10 @@ class ISBNParser(Objective, TrainablePipe):
 
     def _set_lexicon(self, lexicon: Lexicon) -> None:
         """Install a lexicon and reset what is derived from it: the feature
-        extractor, the joint-tagging tables, cached derivations, the model's
+        transition system, the joint-tagging tables, cached derivations, the model's
         dims, and the token attributes the model reads."""
         self.lexicon = lexicon
-        self._extractor = None
+        self._moves = None
         self._joint_tables = None
         self._cache = {}
         self._set_model_shape()
@@ -431,14 +433,14 @@ class ISBNParser(Objective, TrainablePipe):
 
     def _set_model_shape(self) -> None:
         lex, core = self.lexicon, self.core
-        dims = {"nF": self.extractor.n_rows, "nL": lex.n_labels, **self.word_dims()}
+        dims = {"nF": self.moves.n_rows, "nL": lex.n_labels, **self.word_dims()}
         for dim, value in dims.items():
             core.set_dim(dim, value, force=True)
         core.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges] if self.generative else []
         core.attrs["form_ranges"] = [list(r) for r in lex.form_ranges] if self.generative else []
         core.attrs["label_masks"] = [list(m) for m in lex.label_kinds]
-        core.attrs["vector_columns"] = [list(c) for c in self.extractor.vector_columns()]
-        spec = ARC_EAGER
+        core.attrs["vector_columns"] = [list(c) for c in self.moves.vector_columns()]
+        spec = self.moves.spec
         for dim, value in (("nA", spec.n_actions), ("nR", spec.n_relations),
                            ("nK", len(spec.labelled_actions))):
             core.set_dim(dim, value, force=True)
@@ -451,7 +453,8 @@ class ISBNParser(Objective, TrainablePipe):
         (what the components in front predicted) unless the parser tags
         jointly, when it learns to generate the reference's."""
         out = []
-        lex, ext, multiroot = self.lexicon, self.extractor, self.cfg["multiroot"]
+        lex, multiroot = self.lexicon, self.cfg["multiroot"]
+        link = self.moves.spec.sentence_link
         if len(self._cache) > CACHE_SIZE:
             self._cache = {}
         first_token = 0  # where each doc's tokens start among the update's token vectors
@@ -470,22 +473,21 @@ class ISBNParser(Objective, TrainablePipe):
                         self._cache[key] = None
                     else:
                         inputs = self._inputs(records[start:end])
-                        self._cache[key] = build_derivation(
-                            inputs, gold, label_ids, ext, self.end_tag, multiroot
-                        )
+                        self._cache[key] = self.moves.derivation(
+                            inputs, (gold, label_ids), self.end_tag, multiroot)
                 deriv = self._cache[key]
                 if deriv is not None and not self.generative:
                     # given the words, sentences are independent: no chain
                     out.append(place_tokens(deriv, doc_start + start, first_token))
                     continue
                 if chain and (deriv is None or start != prev_end):
-                    out.append(chain_derivations(chain))
+                    out.append(chain_derivations(chain, link))
                     chain = []
                 if deriv is not None:
                     chain.append(deriv)
                 prev_end = end
             if chain:
-                out.append(chain_derivations(chain))
+                out.append(chain_derivations(chain, link))
         return out
 
     def _training_tags(self, eg: Example) -> Doc:
@@ -541,7 +543,7 @@ class ISBNParser(Objective, TrainablePipe):
         replaced by the unknown form with probability ``rate``, so the model
         learns to rely on tags and structure for rare words (training's
         ``dropout`` setting)."""
-        columns = self.extractor.form_columns()
+        columns = self.moves.form_columns()
         if not columns:
             return
         ids = feats[:, :, [c for c, _ in columns]]
@@ -557,7 +559,7 @@ class ISBNParser(Objective, TrainablePipe):
     def _search(self, joint: bool, vectors: Optional[numpy.ndarray] = None,
                 beam_width: int = 0) -> BeamSearch:
         return BeamSearch(
-            ISBNScorer(self.model, vectors), self.extractor, transitions=ARC_EAGER,
+            ISBNScorer(self.model, vectors), self.moves,
             beam_width=beam_width or self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],

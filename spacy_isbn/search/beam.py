@@ -1,4 +1,5 @@
-"""Beam search for the generative arc-eager ISBN parser.
+"""Beam search for the ISBN parsers, over any transition system (see
+:mod:`spacy_isbn.transitions.system`: arc-eager and left-corner).
 
 As in Titov & Henderson (2007): the beam is pruned after each Shift (all
 surviving hypotheses have generated the same words), search between shifts
@@ -19,7 +20,7 @@ tagging, the search expands the ``tag_top_k`` most likely tags of each word
 likely morphological bundles, so tags and tree come out of one search.
 
 All segments are searched in lockstep, and nothing is done per hypothesis in
-Python: configurations live in the compiled arena (:mod:`..transitions._arc_eager`),
+Python: configurations live in the system's compiled arena (:mod:`..transitions._arena`),
 the pending and shifted hypotheses of all segments are columns of arrays
 (:class:`_Table`), each round pops, scores and prunes all of them with a
 fixed number of array operations and compiled passes (filing and selection,
@@ -35,11 +36,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import FeatureExtractor, JointTables, LeftCornerFeatures, SentenceInputs
+from ..model.features import JointTables, SentenceInputs
 from ..model.isbn import ISBNScorer
 from ..transitions._arc_eager import WORD_ROW_WIDTH
-from ..transitions.arc_eager import ARC_EAGER
-from ..transitions.system import TransitionSpec
+from ..transitions.system import TransitionSystem
 from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, fronts, keep_top,
                       rows_in_groups, shift_rows, top_per_group)
 
@@ -197,9 +197,8 @@ class BeamSearch:
     def __init__(
         self,
         scorer: ISBNScorer,
-        extractor: "FeatureExtractor | LeftCornerFeatures",
+        moves: TransitionSystem,
         *,
-        transitions: TransitionSpec = ARC_EAGER,
         beam_width: int = 10,
         label_top_k: int = 5,
         multiroot: bool = False,
@@ -210,8 +209,8 @@ class BeamSearch:
     ):
         self.scorer = scorer
         # the transition system's configurations, features and analyses
-        self.extractor = extractor
-        self.spec = transitions
+        self.moves = moves
+        self.spec = moves.spec
         self.beam_width = max(1, beam_width)
         self.label_top_k = max(1, label_top_k)
         self.multiroot = multiroot
@@ -313,7 +312,7 @@ class BeamSearch:
             if scorer.generates_words:  # given the words, sentences are independent
                 parents[:, spec.sentence_link] = context
             eta0 = scorer.pre(parents.reshape(len(rows), -1),
-                              self.extractor.start_features(len(rows)))
+                              self.moves.start_features(len(rows)))
             first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
                                      words, pool)
             first.pos = rows[first.pos]
@@ -535,7 +534,7 @@ class _Search:
 
     def __init__(self, search: BeamSearch, segments):
         self.s = search
-        self.states = search.extractor.new_states(search.multiroot)
+        self.states = search.moves.new_states(search.multiroot)
         self.pool = _StatePool(search.scorer.nH)
         self.words = _Words([w for w, _ in segments], search.joint)
         self.n = numpy.array([w.n for w, _ in segments], dtype="int64")
@@ -564,7 +563,7 @@ class _Search:
             return self.results
         # every segment's first word, from the same initial state
         init_eta = s.scorer.pre(numpy.zeros((1, s.spec.n_relations * s.scorer.nH), "float32"),
-                                s.extractor.start_features(1))
+                                s.moves.start_features(1))
         first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
         seg = live[first.pos]
@@ -648,7 +647,7 @@ class _Search:
         spec = s.spec
         req = {
             "src": numpy.empty((N, spec.n_relations), "int32"),
-            "feats": numpy.empty((N, s.extractor.width), "int32"),
+            "feats": numpy.empty((N, s.moves.width), "int32"),
             "masks": numpy.empty((N, spec.n_actions), "uint8"),
             "allowed": numpy.empty((N, spec.n_actions), "uint8"),
             "end_legal": numpy.empty(N, "uint8"),
@@ -761,7 +760,7 @@ class _Search:
         ends after segment token ``last_tok``."""
         h = self.hyps
         size = last_tok + 1 - int(h.offset[row])
-        analysis = self.s.extractor.sentence(self.states, int(h.handle[row]), size)
+        analysis = self.s.moves.sentence(self.states, int(h.handle[row]), size)
         if self.s.joint is None:
             analysis.update(tags=None, bundles=None)
         sent = ParsedSentence(int(h.offset[row]), logprob=end_score - float(h.start_score[row]),

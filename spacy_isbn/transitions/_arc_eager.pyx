@@ -16,8 +16,8 @@ document's memory stays proportional to the live hypotheses.
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from ._slots cimport SlotTable
-from ._slots import check_word_rows
+from ._arena cimport StatesArena
+from ._arena import check_word_rows
 
 import numpy
 
@@ -278,45 +278,23 @@ cdef void _free_item(void* st) noexcept nogil:
     _free(<StateC*>st)
 
 
-cdef class ArcEagerStates:
+cdef class ArcEagerStates(StatesArena):
     """Configurations addressed by int handles, with the explicit features
     of a fixed template list (address and attribute codes, table offsets)."""
 
-    cdef SlotTable slots
     cdef readonly bint multiroot
     # a sentence may end after any word (its headless words are left to the
     # caller to attach): the conditional model decides ends by look-ahead
     cdef readonly bint free_end
     cdef readonly int n_labels
-    cdef int n_templates
-    cdef int* t_addr
-    cdef int* t_attr
-    cdef int* t_offset
-    cdef readonly int width
 
     def __cinit__(self, addresses, attributes, offsets, int n_labels, bint multiroot,
                   bint free_end=False):
-        cdef int i
-        self.n_templates = len(addresses)
-        self.t_addr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
-        self.t_attr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
-        self.t_offset = <int*>malloc(max(1, self.n_templates) * sizeof(int))
-        self.width = 1
-        for i in range(self.n_templates):
-            self.t_addr[i] = addresses[i]
-            self.t_attr[i] = attributes[i]
-            self.t_offset[i] = offsets[i]
-            self.width += MAX_FEATS if attributes[i] == 3 else 1
+        self._set_templates(addresses, attributes, offsets, 1, 3, MAX_FEATS)
         self.n_labels = n_labels
         self.multiroot = multiroot
         self.free_end = free_end
-        self.slots = SlotTable()
         self.slots.free_fn = _free_item
-
-    def __dealloc__(self):
-        free(self.t_addr)
-        free(self.t_attr)
-        free(self.t_offset)
 
     cdef long _put(self, StateC* st) except -1:
         return self.slots.put(st)
@@ -324,9 +302,26 @@ cdef class ArcEagerStates:
     cdef StateC* _get(self, long handle) except NULL:
         return <StateC*>self.slots.get(handle)
 
-    @property
-    def n_live(self) -> int:
-        return self.slots.n_live
+    cdef Py_ssize_t _n_links(self, const void* item) noexcept nogil:
+        return 3 * ((<const StateC*>item).front + 1) + 1
+
+    cdef void _map_links(self, void* item, int* out, const int* mapping) noexcept nogil:
+        cdef StateC* st = <StateC*>item
+        cdef int k, a
+        cdef int* arrays[3]
+        arrays[0] = st.last_top
+        arrays[1] = st.last_front
+        arrays[2] = st.shift_state
+        for k in range(st.front + 1):
+            for a in range(3):
+                if out != NULL:
+                    out[3 * k + a] = arrays[a][k]
+                if mapping != NULL and arrays[a][k] >= 0:
+                    arrays[a][k] = mapping[arrays[a][k]]
+        if out != NULL:
+            out[3 * (st.front + 1)] = st.prev_state
+        if mapping != NULL and st.prev_state >= 0:
+            st.prev_state = mapping[st.prev_state]
 
     # -- creating and freeing ------------------------------------------------
     def start(self, const int[:] state_ids, const int[:, ::1] words):
@@ -361,10 +356,6 @@ cdef class ArcEagerStates:
             _register(st, state_ids[i])
             out[i] = self._put(st)
         return numpy.asarray(out)
-
-    def release(self, const long[:] handles):
-        """Free configurations (unknown or already freed handles are skipped)."""
-        self.slots.release(handles)
 
     # -- transitions ---------------------------------------------------------
     def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
@@ -604,46 +595,3 @@ cdef class ArcEagerStates:
             if st.heads[s] != gold_heads[s]:
                 raise ValueError("tree is not derivable by arc-eager: is it projective?")
         return t + 1
-
-    # -- the search's state pool -------------------------------------------------
-    def referenced_ids(self):
-        """Every latent state id a live configuration links to."""
-        cdef Py_ssize_t n = 0, i
-        cdef int k, j
-        cdef StateC* st
-        for i in range(self.slots.n_slots):
-            if self.slots.items[i] != NULL:
-                n += 3 * ((<StateC*>self.slots.items[i]).front + 1) + 1
-        cdef int[:] out = numpy.empty(n, dtype="int32")
-        j = 0
-        for i in range(self.slots.n_slots):
-            st = <StateC*>self.slots.items[i]
-            if st == NULL:
-                continue
-            for k in range(st.front + 1):
-                out[j] = st.last_top[k]
-                out[j + 1] = st.last_front[k]
-                out[j + 2] = st.shift_state[k]
-                j += 3
-            out[j] = st.prev_state
-            j += 1
-        return numpy.asarray(out)
-
-    def remap(self, const int[:] mapping):
-        """Replace every linked state id x by ``mapping[x]``."""
-        cdef Py_ssize_t i
-        cdef int k
-        cdef StateC* st
-        for i in range(self.slots.n_slots):
-            st = <StateC*>self.slots.items[i]
-            if st == NULL:
-                continue
-            for k in range(st.front + 1):
-                if st.last_top[k] >= 0:
-                    st.last_top[k] = mapping[st.last_top[k]]
-                if st.last_front[k] >= 0:
-                    st.last_front[k] = mapping[st.last_front[k]]
-                if st.shift_state[k] >= 0:
-                    st.shift_state[k] = mapping[st.shift_state[k]]
-            if st.prev_state >= 0:
-                st.prev_state = mapping[st.prev_state]

@@ -27,8 +27,8 @@ moves only the nodes and words in use.
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from ._slots cimport SlotTable
-from ._slots import check_word_rows
+from ._arena cimport StatesArena
+from ._arena import check_word_rows
 
 import numpy
 
@@ -213,7 +213,7 @@ cdef void _free_item(void* st) noexcept nogil:
     _free(<StateC*>st)
 
 
-cdef class LeftCornerStates:
+cdef class LeftCornerStates(StatesArena):
     """Left-corner configurations addressed by int64 handles.
 
     ``project_masks``: (n_symbols, n_labels) PROJECT's label mask per top
@@ -238,18 +238,12 @@ cdef class LeftCornerStates:
     An offset of -1 for column 0 or 1 leaves that column -1.
     """
 
-    cdef SlotTable slots
     cdef readonly int n_labels
     cdef readonly int n_tags
     cdef readonly int n_symbols
     cdef readonly int max_project_run
     cdef readonly int decision_offset
     cdef readonly int symbol_offset
-    cdef readonly int width
-    cdef int n_templates
-    cdef int* t_addr
-    cdef int* t_attr
-    cdef int* t_offset
     cdef unsigned char* masks      # n_symbols * n_labels
     cdef unsigned char* has_parent  # n_symbols
     # labels a node directly above ROOT may take: it must still be able to
@@ -264,9 +258,7 @@ cdef class LeftCornerStates:
                   int decision_offset=-1, int symbol_offset=-1,
                   addresses=(), attributes=(), offsets=()):
         cdef int i, s, y
-        self.slots = SlotTable()
         self.slots.free_fn = _free_item
-        self.t_addr = self.t_attr = self.t_offset = NULL
         self.masks = self.has_parent = self.is_root = NULL
         self.bottom_ok = self.has_bottom_parent = NULL
         self.dist = self.proj_dist = NULL
@@ -284,17 +276,10 @@ cdef class LeftCornerStates:
             raise ValueError(f"root_labels must have {self.n_labels} entries")
         if max_project_run < 0:
             raise ValueError("max_project_run must be >= 0")
-        if not (len(addresses) == len(attributes) == len(offsets)):
-            raise ValueError("addresses, attributes and offsets differ in length")
         self.max_project_run = max_project_run
         self.decision_offset = decision_offset
         self.symbol_offset = symbol_offset
-        self.n_templates = len(addresses)
-        self.t_addr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
-        self.t_attr = <int*>malloc(max(1, self.n_templates) * sizeof(int))
-        self.t_offset = <int*>malloc(max(1, self.n_templates) * sizeof(int))
-        self.width = FIXED_COLUMNS
-        for i in range(self.n_templates):
+        for i in range(len(addresses)):
             if addresses[i] not in (ADDR_SHIFTED, ADDR_LEFT_CORNER, ADDR_NEXT, ADDR_NEXT2):
                 raise ValueError(f"unknown word address {addresses[i]}")
             if attributes[i] not in (0, 1, 2, ATTR_FEATS, ATTR_VEC):
@@ -303,10 +288,7 @@ cdef class LeftCornerStates:
             if addresses[i] in (ADDR_NEXT, ADDR_NEXT2) and attributes[i] != ATTR_VEC:
                 raise ValueError("the next words are not generated yet: only their vec "
                                  "(attribute 4) can be read")
-            self.t_addr[i] = addresses[i]
-            self.t_attr[i] = attributes[i]
-            self.t_offset[i] = offsets[i]
-            self.width += MAX_FEATS if attributes[i] == 3 else 1
+        self._set_templates(addresses, attributes, offsets, FIXED_COLUMNS, ATTR_FEATS, MAX_FEATS)
         self.masks = <unsigned char*>malloc(self.n_symbols * max(1, self.n_labels))
         self.has_parent = <unsigned char*>malloc(self.n_symbols)
         self.is_root = <unsigned char*>malloc(max(1, self.n_labels))
@@ -352,9 +334,6 @@ cdef class LeftCornerStates:
                     changed = 1
 
     def __dealloc__(self):
-        free(self.t_addr)
-        free(self.t_attr)
-        free(self.t_offset)
         free(self.masks)
         free(self.has_parent)
         free(self.is_root)
@@ -370,9 +349,17 @@ cdef class LeftCornerStates:
     cdef StateC* _get(self, long handle) except NULL:
         return <StateC*>self.slots.get(handle)
 
-    @property
-    def n_live(self) -> int:
-        return self.slots.n_live
+    cdef Py_ssize_t _n_links(self, const void* item) noexcept nogil:
+        return (<const StateC*>item).n_nodes
+
+    cdef void _map_links(self, void* item, int* out, const int* mapping) noexcept nogil:
+        cdef StateC* st = <StateC*>item
+        cdef int k
+        for k in range(st.n_nodes):
+            if out != NULL:
+                out[k] = st.last_state[k]
+            if mapping != NULL and st.last_state[k] >= 0:
+                st.last_state[k] = mapping[st.last_state[k]]
 
     cdef int _check_tag(self, int tag) except -1:
         if tag < 0 or tag >= self.n_tags:
@@ -425,10 +412,6 @@ cdef class LeftCornerStates:
             _push_word(st, &words[i, 0])
             out[i] = self._put(st)
         return numpy.asarray(out)
-
-    def release(self, const long[:] handles):
-        """Free configurations (unknown or already freed handles are skipped)."""
-        self.slots.release(handles)
 
     # -- transitions -------------------------------------------------------------
     def child(self, const long[:] parents, const int[:] actions, const int[:] labels,
@@ -751,36 +734,3 @@ cdef class LeftCornerStates:
         return (parents, [st.label[k] for k in range(st.n_nodes)],
                 [st.word[k] for k in range(st.n_nodes)],
                 [st.rows[k * WORD_WIDTH + 4] for k in range(st.n_words)])
-
-    # -- the search's state pool -------------------------------------------------
-    def referenced_ids(self):
-        """Every latent state id a live configuration links to (-1s included)."""
-        cdef Py_ssize_t n = 0, i
-        cdef int k, j
-        cdef StateC* st
-        for i in range(self.slots.n_slots):
-            if self.slots.items[i] != NULL:
-                n += (<StateC*>self.slots.items[i]).n_nodes
-        cdef int[:] out = numpy.empty(n, dtype="int32")
-        j = 0
-        for i in range(self.slots.n_slots):
-            st = <StateC*>self.slots.items[i]
-            if st == NULL:
-                continue
-            for k in range(st.n_nodes):
-                out[j] = st.last_state[k]
-                j += 1
-        return numpy.asarray(out)
-
-    def remap(self, const int[:] mapping):
-        """Replace every linked state id x by ``mapping[x]``."""
-        cdef Py_ssize_t i
-        cdef int k
-        cdef StateC* st
-        for i in range(self.slots.n_slots):
-            st = <StateC*>self.slots.items[i]
-            if st == NULL:
-                continue
-            for k in range(st.n_nodes):
-                if st.last_state[k] >= 0:
-                    st.last_state[k] = mapping[st.last_state[k]]

@@ -16,15 +16,19 @@ Besides the tree, a configuration records which earlier latent state each of
 the paper's seven structural relations points to; state ids are whatever the
 caller hands to :meth:`Configuration.register_state` (step indices during
 training, positions in a state pool during search).  The transitions themselves
-are compiled (:mod:`._arc_eager`); here are the constants, a one-configuration
-view for oracles and tests, and the oracle.
+are compiled (:mod:`._arc_eager`); here are the constants, the system as the
+model and the search see it (:class:`ArcEagerMoves`), a one-configuration view
+for oracles and tests, and the oracle.
 """
 from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
+from ..model.derivation import Derivation, derivation_of, step_arrays
+from ..model.features import ADDRESSES, ATTRIBUTES, SentenceInputs
+from ..model.lexicon import Lexicon
 from ._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
-from .system import TransitionSpec
+from .system import Moves, TransitionSpec
 
 SHIFT, LEFT, RIGHT, REDUCE = 0, 1, 2, 3
 N_ACTIONS = 4
@@ -50,6 +54,68 @@ LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT = 0, 1, 2
 ARC_EAGER = TransitionSpec("arc_eager", N_ACTIONS, N_RELATIONS, word_action=SHIFT,
                            labelled_actions=(LEFT, RIGHT), plain_actions=(REDUCE,),
                            sentence_link=INPUT_CONTEXT)
+
+
+class ArcEagerMoves(Moves):
+    """The arc-eager system of ``isbn_parser`` (see
+    :class:`~spacy_isbn.transitions.system.TransitionSystem`): its spec, its
+    feature templates (``S0.tag``, ...: :mod:`spacy_isbn.model.features`) over
+    the lexicon's inputs after the previous decision's rows, its compiled
+    configurations and its oracle derivations."""
+
+    spec = ARC_EAGER
+
+    def __init__(self, templates: Sequence[Tuple[str, str]], lex: Lexicon, free_end: bool = False):
+        """``free_end``: a sentence may end after any word, its headless words
+        attached when it is decoded (the conditional model)."""
+        self.n_labels = lex.n_labels
+        self.free_end = free_end
+        super().__init__(templates, lex, first_row=self.n_decisions)
+
+    @property
+    def n_decisions(self) -> int:
+        """Values of the previous decision: start, shift, reduce, left/right labels."""
+        return 3 + 2 * self.n_labels
+
+    def new_states(self, multiroot: bool = False) -> ArcEagerStates:
+        """A fresh arena of configurations whose features are these templates."""
+        return ArcEagerStates([ADDRESSES.index(a) for a, _ in self.templates],
+                              [ATTRIBUTES.index(t) for _, t in self.templates],
+                              self.offsets, self.n_labels, multiroot, self.free_end)
+
+    def start_features(self, n: int) -> numpy.ndarray:
+        """(n, width) features of a sentence's first state: the start decision only."""
+        feats = numpy.full((n, self.width), -1, dtype="int32")
+        feats[:, 0] = 0
+        return feats
+
+    def derivation(self, inputs: SentenceInputs, gold: Tuple[Sequence[int], Sequence[int]],
+                   end_tag: int, multiroot: bool = False) -> Derivation:
+        """The oracle derivation of ``gold`` = (heads, labels), 1-based with
+        index 0 unused, projective.  The oracle walks one compiled
+        configuration (:meth:`ArcEagerStates.derive`), reading each step's
+        sources, features and Phi as the search does."""
+        gold_heads, gold_labels = gold
+        states = self.states(multiroot)
+        a = step_arrays(4 * inputs.n + 5, self.width, N_RELATIONS, N_ACTIONS)
+        # state 0: the initial decision generates word 1 from an empty history
+        a["feats"][0, 0] = 0
+        handle = states.start(numpy.zeros(1, "int32"), inputs.rows[:1])
+        try:
+            T = states.derive(handle[0], numpy.asarray(list(gold_heads) + [-1], dtype="int32"),
+                              numpy.asarray(list(gold_labels) + [-1], dtype="int32"), inputs.rows,
+                              a["src"], a["feats"], a["masks"], a["action"], a["label"],
+                              a["label_kind"], a["end_legal"])
+        finally:
+            states.release(handle)
+        return derivation_of(a, T, inputs, SHIFT, end_tag)
+
+    @staticmethod
+    def sentence(states: ArcEagerStates, handle: int, n_words: int) -> dict:
+        """A finished sentence's analysis (see ``ParsedSentence``): heads and
+        labels, and the tags and bundles generated."""
+        heads, labels, tags, bundles = states.tree(handle, n_words)
+        return {"heads": heads, "labels": labels, "tags": tags, "bundles": bundles}
 
 
 class Configuration:

@@ -40,7 +40,11 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import numpy
 
 from ..corpus.ptb import Tree, collapse_unary_chains, expand_unary_chains
-from .system import TransitionSpec
+from ..model.derivation import Derivation, derivation_of, step_arrays
+from ..model.features import SentenceInputs
+from ..model.lexicon import Lexicon
+from ._left_corner import N_FIXED_COLUMNS
+from .system import Moves, TransitionSpec
 
 SHIFT, PROJECT, ATTACH = 0, 1, 2
 N_ACTIONS = 3
@@ -223,7 +227,7 @@ class LeftCornerSystem:
     def oracle(self, tree: Tree) -> List[Decision]:
         """The gold decisions of a tree.  Phi checks them where they are used:
         the compiled configurations refuse an illegal decision when the
-        training derivation is built (:func:`~spacy_isbn.model.derivation.build_left_corner_derivation`)."""
+        training derivation is built (:meth:`LeftCornerMoves.derivation`)."""
         if self.collapse_unaries:
             tree = collapse_unary_chains(tree)
         decisions: List[Decision] = []
@@ -292,3 +296,84 @@ def _max_project_run(tree: Tree) -> int:
         run = run + 1 if action == PROJECT else 0
         best = max(best, run)
     return best
+
+
+class LeftCornerMoves(Moves):
+    """The left-corner system of ``isbn_constituency`` (see
+    :class:`~spacy_isbn.transitions.system.TransitionSystem`): its explicit
+    features over the model lexicon's inputs are the previous decision, the
+    top's symbol, and the form and tag of the last shifted word and of the
+    top's left-corner word (the conditional model: the token vectors of those
+    words and of the next two)."""
+
+    spec = LEFT_CORNER
+    fixed_columns = N_FIXED_COLUMNS
+    TEMPLATES = (("shifted", "form"), ("shifted", "tag"), ("left_corner", "form"),
+                 ("left_corner", "tag"))
+    CONDITIONAL_TEMPLATES = (("shifted", "vec"), ("left_corner", "vec"), ("next", "vec"),
+                             ("next2", "vec"))
+
+    def __init__(self, system: LeftCornerSystem, lex: Lexicon, conditional: bool = False):
+        self.system = system
+        super().__init__(self.CONDITIONAL_TEMPLATES if conditional else self.TEMPLATES, lex,
+                         first_row=system.n_decision_ids + system.n_symbols)
+
+    def new_states(self, multiroot: bool = False):
+        """A fresh arena of the system's configurations (one root node per
+        tree: ``multiroot`` does not apply)."""
+        return self.system.new_states(0, self.system.n_decision_ids, self.templates, self.offsets)
+
+    def states(self, multiroot: bool = False):
+        return super().states(False)
+
+    def start_features(self, n: int) -> numpy.ndarray:
+        return self.states().start_features(n)
+
+    def derivation(self, inputs: SentenceInputs, gold: Tree, end_tag: int,
+                   multiroot: bool = False) -> Derivation:
+        """The oracle derivation of the tree ``gold`` as the arrays training
+        reads, walked on the compiled configurations (whose tag ids are the
+        lexicon's), which refuse a decision Phi does not allow.  The shift of
+        word 1 is state 0, each later shift generates its word, and the final
+        attach to ROOT is the END that the word action generates."""
+        decisions = self.system.oracle(gold)
+        states = self.states()
+        n, T = inputs.n, len(decisions)
+        a = step_arrays(T, self.width, N_RELATIONS, N_ACTIONS)
+        allowed = numpy.zeros((1, N_ACTIONS), dtype="uint8")
+        kinds = numpy.zeros((1, 1), dtype="int32")
+        no = numpy.zeros(1, dtype="uint8")
+        end_row = numpy.full(inputs.rows.shape[1], -1, dtype="int32")
+        a["feats"][0] = states.start_features(1)[0]
+        handle = states.start(numpy.zeros(1, "int32"), inputs.rows[:1])
+        try:
+            shifted = 1
+            for t, (act, arg) in enumerate(decisions[1:], start=1):
+                states.describe(handle, no, a["src"][t: t + 1], a["feats"][t: t + 1],
+                                a["masks"][t: t + 1], allowed, a["end_legal"][t: t + 1], kinds)
+                final = t == T - 1
+                if final and not (act == ATTACH and shifted == n and a["end_legal"][t]):
+                    raise ValueError("not a complete left-corner derivation")
+                act = SHIFT if final else act
+                if not a["masks"][t, act]:
+                    raise ValueError(f"decision {t} ({act}, {arg}) is illegal")
+                a["action"][t] = act
+                if act == PROJECT:
+                    a["label"][t], a["label_kind"][t] = arg, kinds[0, 0]
+                    states.advance(handle[0], PROJECT, arg, t)
+                elif act == ATTACH:
+                    states.advance(handle[0], ATTACH, -1, t)
+                else:  # a word, or after the last one END
+                    states.advance(handle[0], SHIFT, -1, t, end_row if final else inputs.rows[shifted])
+                    shifted += 1
+                if act != SHIFT:
+                    a["end_legal"][t] = 0
+        finally:
+            states.release(handle)
+        return derivation_of(a, T, inputs, SHIFT, end_tag)
+
+    @staticmethod
+    def sentence(states, handle: int, n_words: int) -> dict:
+        """A finished sentence's tree as per-node parent, label, word position."""
+        parents, labels, positions, _ = states.tree(handle, n_words)
+        return {"heads": [], "labels": [], "nodes": (list(parents), list(labels), list(positions))}

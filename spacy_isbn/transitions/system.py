@@ -1,18 +1,37 @@
-"""What the ISBN model and the search need to know of a transition system.
+"""The one transition-system interface the ISBN model, its training and the
+beam search are written against.
 
-A transition system is its compiled configurations (an arena with the
-batched ``start``/``describe``/``child``/``shift``/``tree``/``release`` and
-``referenced_ids``/``remap`` calls of :class:`~._arc_eager.ArcEagerStates`)
-plus this description of its decisions: how many actions and structural
-relations there are, which action generates a word (the beam is pruned
-after it), which actions are followed by a label and which label block of
-the model they read, and which relation links a sentence's first state to
-the previous sentence's end.  The model's output heads and the search are
-written against it, so a second system (the left-corner derivation of the
-constituency parser) plugs in without a copy of either.
+A pipe owns its transition system as ``self.moves`` (as spaCy's parser does),
+an object of the :class:`TransitionSystem` protocol:
+
+* ``spec``: a :class:`TransitionSpec`, what the model's output heads and the
+  search need to know of the decisions;
+* the feature layout over the model's embedding table: ``templates``,
+  ``offsets``, ``n_rows`` (rows the templates take), ``width`` (columns per
+  configuration), ``vector_columns()``, ``form_columns()``;
+* ``new_states()`` / ``states()``: the compiled configurations, an arena of
+  :class:`~spacy_isbn.transitions._arena.StatesArena` (``_arena.pyx`` lists
+  its batched calls), and ``start_features(n)`` of a sentence's first state;
+* ``derivation(inputs, gold, end_tag)``: the oracle derivation of a gold
+  analysis as the arrays training reads, walked on the same compiled
+  configurations the search uses;
+* ``sentence(states, handle, n_words)``: a finished configuration decoded
+  into what the pipe writes on the Doc.
+
+:class:`Moves` holds what both implementations share.  The two systems:
+:class:`~spacy_isbn.transitions.arc_eager.ArcEagerMoves` (dependencies,
+``isbn_parser``) and :class:`~spacy_isbn.transitions.left_corner.LeftCornerMoves`
+(constituents, ``isbn_constituency``).  A third goes beside them: its
+compiled ``cdef class ...(StatesArena)``, its ``TransitionSpec`` and a
+``Moves`` subclass (see ``docs/design.md``).
 """
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Any, Dict, List, Protocol, Sequence, Tuple
+
+import numpy
+
+from ..model.features import MAX_FEATS, VEC_ROWS
+from ..model.lexicon import UNK, Lexicon
 
 
 @dataclass(frozen=True)
@@ -30,3 +49,75 @@ class TransitionSpec:
         """Per action, the block of label outputs it reads (-1: none)."""
         return tuple(self.labelled_actions.index(a) if a in self.labelled_actions else -1
                      for a in range(self.n_actions))
+
+
+class TransitionSystem(Protocol):
+    spec: TransitionSpec
+    templates: Tuple[Tuple[Any, str], ...]
+    offsets: List[int]
+    n_rows: int
+    width: int
+
+    def new_states(self, multiroot: bool = False): ...
+
+    def states(self, multiroot: bool = False): ...
+
+    def start_features(self, n: int) -> numpy.ndarray: ...
+
+    def derivation(self, inputs, gold, end_tag: int, multiroot: bool = False): ...
+
+    def sentence(self, states, handle: int, n_words: int) -> dict: ...
+
+    def vector_columns(self) -> List[Tuple[int, int]]: ...
+
+    def form_columns(self) -> List[Tuple[int, int]]: ...
+
+
+class Moves:
+    """What both systems share: feature templates laid out over the model's
+    embedding table after ``first_row`` rows (each template its own block),
+    and the arenas of configurations, one per root mode, kept (configurations
+    are freed after use)."""
+
+    spec: TransitionSpec
+    fixed_columns = 1  # feature columns before the templates' own
+
+    def __init__(self, templates: Sequence[Tuple[Any, str]], lex: Lexicon, first_row: int):
+        self.templates = tuple(templates)
+        self.offsets: List[int] = []
+        self.width = self.fixed_columns
+        row = first_row
+        for _, attr in self.templates:
+            self.offsets.append(row)
+            row += {"dep": lex.n_labels + 3, "vec": VEC_ROWS}.get(attr) or lex.input_size(attr)
+            self.width += MAX_FEATS if attr == "feats" else 1
+        self.n_rows = row
+        self._states: Dict[bool, Any] = {}
+
+    def new_states(self, multiroot: bool = False):
+        raise NotImplementedError
+
+    def states(self, multiroot: bool = False):
+        """The arena of configurations whose features are these templates."""
+        if multiroot not in self._states:
+            self._states[multiroot] = self.new_states(multiroot)
+        return self._states[multiroot]
+
+    def template_columns(self):
+        """(column, attribute, offset) of each template (a feats template
+        takes MAX_FEATS columns)."""
+        column = self.fixed_columns
+        for (_, attr), offset in zip(self.templates, self.offsets):
+            yield column, attr, offset
+            column += MAX_FEATS if attr == "feats" else 1
+
+    def vector_columns(self) -> List[Tuple[int, int]]:
+        """(column, offset) of each ``vec`` template (see
+        :func:`~spacy_isbn.model.features.vector_feature_ids`)."""
+        return [(column, offset) for column, attr, offset in self.template_columns()
+                if attr == "vec"]
+
+    def form_columns(self) -> List[Tuple[int, int]]:
+        """(column, id of the unknown form) of each word-form template."""
+        return [(column, offset + UNK) for column, attr, offset in self.template_columns()
+                if attr == "form"]

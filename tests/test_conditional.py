@@ -11,7 +11,8 @@ from spacy.training import Example
 
 from spacy_isbn.model.derivation import DerivationBatch
 from spacy_isbn.model.features import VEC_ROWS, parse_templates, vector_feature_ids
-from spacy_isbn.model.isbn import ISBNScorer, build_isbn_model, project_tokens
+from spacy_isbn.model.isbn import build_isbn_model, project_tokens
+from spacy_isbn.model.scorer import ISBNScorer
 from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration, oracle_derivation
 
 # three-sentence docs of a tiny language with punctuation: (words, heads, labels)

@@ -6,7 +6,8 @@ import pytest
 
 from spacy_isbn.model import meanfield
 from spacy_isbn.model.derivation import DerivationBatch
-from spacy_isbn.model.isbn import PARAMS, ISBNScorer
+from spacy_isbn.model.isbn import PARAMS
+from spacy_isbn.model.scorer import ISBNScorer
 from spacy_isbn.model.meanfield import Observed
 from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration
 

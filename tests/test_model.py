@@ -4,7 +4,8 @@ import pytest
 
 from spacy_isbn.model.derivation import DerivationBatch
 from spacy_isbn.model.features import SentenceInputs, parse_templates
-from spacy_isbn.model.isbn import ISBNScorer, build_isbn_model
+from spacy_isbn.model.isbn import build_isbn_model
+from spacy_isbn.model.scorer import ISBNScorer
 from spacy_isbn.model.lexicon import Lexicon, TokenRecord
 from spacy_isbn.transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_RELATIONS, REDUCE, RIGHT, SHIFT,

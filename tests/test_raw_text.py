@@ -12,7 +12,7 @@ from spacy.training import Example
 
 from spacy_isbn.model.derivation import DerivationBatch, chain_derivations
 from spacy_isbn.model.features import SentenceInputs
-from spacy_isbn.model.isbn import ISBNScorer
+from spacy_isbn.model.scorer import ISBNScorer
 
 from .conftest import TINY_TREEBANK
 

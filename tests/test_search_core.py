@@ -4,7 +4,7 @@ import numpy
 import pytest
 
 from spacy_isbn.pipes.isbn_parser import doc_pieces
-from spacy_isbn.search import beam
+from spacy_isbn.search import lockstep
 from spacy_isbn.transitions._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
 from spacy_isbn.transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LEFT, REDUCE, RIGHT, SHIFT,
@@ -125,7 +125,7 @@ def test_state_pool_compaction_changes_nothing(trained, monkeypatch):
     parser.cfg.update(beam_width=6, segment_length=0)
     words, tags = _long_doc(nlp, 2)
     plain = parser(make_doc(nlp.vocab, words, tags))
-    monkeypatch.setattr(beam._Search, "compact_at", 1)  # compact after every round
+    monkeypatch.setattr(lockstep.Lockstep, "compact_at", 1)  # compact after every round
     compacted = parser(make_doc(nlp.vocab, words, tags))
     assert [t.head.i for t in compacted] == [t.head.i for t in plain]
     assert compacted._.isbn_kbest == plain._.isbn_kbest

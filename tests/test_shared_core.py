@@ -7,7 +7,8 @@ import pytest
 from spacy_isbn.corpus.ptb import parse_bracketed
 from spacy_isbn.model.derivation import DerivationBatch
 from spacy_isbn.model.features import SentenceInputs
-from spacy_isbn.model.isbn import ISBNScorer, build_isbn_model
+from spacy_isbn.model.isbn import build_isbn_model
+from spacy_isbn.model.scorer import ISBNScorer
 from spacy_isbn.model.lexicon import Lexicon, TokenRecord
 from spacy_isbn.transitions.left_corner import (
     ATTACH, LEFT_CORNER, PROJECT, SHIFT, LeftCornerMoves, LeftCornerSystem,

@@ -12,8 +12,8 @@ the step (:mod:`.meanfield`), each decision is scored with the means that
 precede it, and later states read the step's final means.  The forward pass
 takes a :class:`DerivationBatch` and returns the log-likelihood of each gold
 derivation; the backward pass walks the steps in reverse and scatters the
-gradients back to the source states.  :class:`ISBNScorer` gives the search
-the same computations one step at a time.
+gradients back to the source states.  :class:`.scorer.ISBNScorer` gives the
+search the same computations one step at a time.
 """
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -25,7 +25,7 @@ from thinc.types import Floats1d, Floats2d
 
 from ..transitions.arc_eager import ARC_EAGER
 from . import meanfield
-from ._kernels import embed_scatter, embed_sum, masked_top_k, picked_log_softmax2
+from ._kernels import embed_scatter, embed_sum
 from .derivation import DerivationBatch
 from .features import parse_templates, vector_feature_ids
 from .meanfield import Observed, _sigmoid
@@ -232,18 +232,18 @@ def nll_per_word(ll, n_words: int) -> Tuple[float, numpy.ndarray]:
     return float(-ll.sum() / n_words), numpy.full(ll.shape, -1.0 / n_words, dtype="float32")
 
 
-def _log_softmax(logits):
+def log_softmax(logits):
     mx = logits.max(axis=-1, keepdims=True)
     return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=-1, keepdims=True)) + mx)
 
 
-def _logsumexp(logits) -> numpy.ndarray:
+def logsumexp(logits) -> numpy.ndarray:
     """Row-wise log-sum-exp."""
     mx = logits.max(axis=1)
     return numpy.log(numpy.exp(logits - mx[:, None]).sum(axis=1)) + mx
 
 
-def _masked_log_softmax(logits, mask):
+def masked_log_softmax(logits, mask):
     """Log-softmax over the unmasked entries; a row with none is all -inf."""
     logits = numpy.where(mask, logits, -numpy.inf)
     mx = logits.max(axis=-1, keepdims=True)
@@ -272,7 +272,7 @@ class _Head:
         else:
             W = self.W[rows_lo: rows_lo + mask.shape[1]]
             b = self.b[rows_lo: rows_lo + mask.shape[1]]
-        logp = _masked_log_softmax(H @ W.T + b, mask)
+        logp = masked_log_softmax(H @ W.T + b, mask)
         idx = numpy.arange(len(targets))
         lp = logp[idx, targets]
 
@@ -562,165 +562,3 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         return None if vectors is None else d_table[E.shape[0]:]
 
     return ll, backprop
-
-
-class ISBNScorer:
-    """Step-wise access to a trained model for search: states and decision log-probs."""
-
-    def __init__(self, model: Model, vectors: Optional[numpy.ndarray] = None):
-        """``vectors``: the conditional model's projected token vectors of the
-        search's tokens (:func:`project_tokens`), in the search's numbering."""
-        model = core_of(model)
-        self.generates_words = model.attrs["objective"] == "generative"
-        self.vector_columns = [tuple(c) for c in model.attrs["vector_columns"]]
-        self.vectors = vectors
-        self.nL = model.get_dim("nL")
-        self.nT = model.get_dim("nT")
-        self.nH = model.get_dim("nH")
-        self.p = {name: numpy.asarray(model.get_param(name)) for name in PARAMS}
-        self.table = self.p["E"] if vectors is None else numpy.concatenate([self.p["E"], vectors])
-        self.latent_edges = model.attrs["latent_edges"]
-        self.bundle_ranges = model.attrs["bundle_ranges"]
-        self.form_ranges = model.attrs["form_ranges"]
-        self.label_masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
-        self._label_masks_u8 = numpy.ascontiguousarray(self.label_masks, dtype="uint8")
-        self.meanfield = model.attrs["approximation"] == "meanfield"
-        self.iterations = model.attrs.get("iterations", 0)
-        self._stacked: dict = {}  # tag -> its bundle and form weights, see bundle_and_form
-        self.label_blocks = list(model.attrs["label_blocks"])
-        self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
-                                   self.bundle_ranges, self.form_ranges)
-
-    def pre(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
-        """Feed-forward pre-activations eta.  parents: (N, R*nH) (zeros for
-        missing sources); feats: (N, F) ids, -1 unused."""
-        pre = numpy.empty((len(feats), self.nH), dtype=self.p["E"].dtype)
-        pre[:] = self.p["b"]
-        embed_sum(self.table, numpy.ascontiguousarray(feats, dtype="int32"), pre)
-        if self.latent_edges and parents is not None:
-            pre += parents @ self.p["W"]
-        return pre
-
-    def pre_linked(self, states: numpy.ndarray, src: numpy.ndarray, feats: numpy.ndarray
-                   ) -> numpy.ndarray:
-        """:meth:`pre` with the parents given as ids into ``states`` (src: (N,
-        R), -1 = none): one product per relation over the rows that have
-        that source, instead of one over zero-padded parent vectors."""
-        pre = self.pre(None, feats)
-        if self.latent_edges:
-            W, nH = self.p["W"], self.nH
-            for r in range(src.shape[1]):
-                rows = numpy.flatnonzero(src[:, r] >= 0)
-                if len(rows):
-                    pre[rows] += states[src[rows, r]] @ W[r * nH: (r + 1) * nH]
-        return pre
-
-    def states(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
-        """The means before any decision of the step."""
-        return _sigmoid(self.pre(parents, feats))
-
-    def vector_ids(self, feats: numpy.ndarray, tok_base, tok_end) -> numpy.ndarray:
-        """``feats`` with the vec templates' positions as rows of the token
-        vectors (see :func:`vector_feature_ids`); unchanged without vectors."""
-        if self.vectors is None:
-            return feats
-        return vector_feature_ids(feats, self.vector_columns, len(self.p["E"]), tok_base, tok_end)
-
-    @staticmethod
-    def means(a: numpy.ndarray) -> numpy.ndarray:
-        return _sigmoid(a)
-
-    def refine(self, eta, a, action=None, action_mask=None, label=None, kind=None,
-               tag=None, end_legal=None, bundle=None, form=None) -> numpy.ndarray:
-        """Logits of the means once the given decisions (one per row, made in
-        the order action, label or tag, bundle, form) are observed, from ``a``,
-        the logits before the latest of them.  Feed-forward: ``a`` itself."""
-        if not self.meanfield or not len(eta):
-            return a
-        dec, rows = self.decisions, numpy.arange(len(eta))
-        observed: List[Observed] = []
-        if action is not None:
-            observed += dec.action(rows, action_mask, action)
-        if label is not None:
-            observed += dec.label(rows, kind, action, label)
-        if tag is not None:
-            observed += dec.tag(rows, end_legal, tag)
-        if bundle is not None:
-            observed += dec.bundle(rows, tag, bundle)
-        if form is not None:
-            observed += dec.form(rows, tag, form)
-        return meanfield.solve(a, eta, observed, self.iterations)[0]
-
-    def actions(self, H, masks) -> numpy.ndarray:
-        return _masked_log_softmax(H @ self.p["Wa"].T + self.p["ba"], masks)
-
-    def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:
-        """(N, nL) log-probs of the labels that follow ``action`` from each
-        state, masked by each row's label kind."""
-        lo = self.label_blocks[action] * self.nL
-        logits = H @ self.p["Wl"][lo: lo + self.nL].T + self.p["bl"][lo: lo + self.nL]
-        return _masked_log_softmax(logits, self.label_masks[numpy.asarray(kinds)])
-
-    def top_labels(self, H, action: int, kinds, k: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        """The ``k`` most likely labels after ``action`` from each state (best
-        first) and their log-probs, as :meth:`label_logprobs` gives them."""
-        lo = self.label_blocks[action] * self.nL
-        logits = H @ self.p["Wl"][lo: lo + self.nL].T + self.p["bl"][lo: lo + self.nL]
-        top = numpy.empty((len(H), k), dtype="int64")
-        top_lp = numpy.empty((len(H), k))
-        masked_top_k(logits, self._label_masks_u8, numpy.asarray(kinds, "int32"), top, top_lp)
-        return top, top_lp
-
-    def tag_logprobs(self, H, end_legal) -> numpy.ndarray:
-        """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
-        logits = H @ self.p["Wt"].T + self.p["bt"]
-        logits[~end_legal, self.nT] = -numpy.inf
-        return _log_softmax(logits)
-
-    def bundle_logprobs(self, H, tag: int) -> numpy.ndarray:
-        """(N, bundles of ``tag``) log P(bundle | state, tag); column k is
-        bundle ``bundle_ranges[tag][0] + k``."""
-        lo, hi = self.bundle_ranges[tag]
-        return _log_softmax(H @ self.p["Wb"][lo:hi].T + self.p["bb"][lo:hi])
-
-    def bundle_and_form(self, H, tag: int, bundles, forms) -> numpy.ndarray:
-        """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag):
-        both softmaxes from one product with the tag's stacked weights."""
-        if tag not in self._stacked:
-            (blo, bhi), (flo, fhi) = self.bundle_ranges[tag], self.form_ranges[tag]
-            self._stacked[tag] = (
-                numpy.ascontiguousarray(numpy.vstack([self.p["Wb"][blo:bhi], self.p["Wf"][flo:fhi]]).T),
-                numpy.concatenate([self.p["bb"][blo:bhi], self.p["bf"][flo:fhi]]), bhi - blo)
-        W, b, nb = self._stacked[tag]
-        logits = H @ W
-        logits += b
-        out = numpy.empty(len(H))
-        picked_log_softmax2(logits, nb, numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0],
-                            numpy.asarray(forms, "int64") - self.form_ranges[tag][0], out)
-        return out
-
-    def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
-        """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""
-        lo, hi = self.form_ranges[tag]
-        logits = H @ self.p["Wf"][lo:hi].T + self.p["bf"][lo:hi]
-        return logits[numpy.arange(len(H)), numpy.asarray(forms) - lo] - _logsumexp(logits)
-
-    def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:
-        """log P(tag, bundle_i, form_i | state_i) for N states that all
-        generate a word with the same ``tag``; ``tag_lp`` from :meth:`tag_logprobs`."""
-        rows = numpy.arange(len(H))
-        lo = self.bundle_ranges[tag][0]
-        bundle_lp = self.bundle_logprobs(H, tag)[rows, numpy.asarray(bundles) - lo]
-        return tag_lp[:, tag] + bundle_lp + self.form_logprobs(H, tag, forms)
-
-    def end(self, H, end_legal) -> numpy.ndarray:
-        """log P(end of sentence | state) (-inf where Phi forbids it)."""
-        return self.tag_logprobs(H, end_legal)[:, self.nT]
-
-    def word(self, H, end_legal: numpy.ndarray, tag: int, bundle: int, form: int) -> numpy.ndarray:
-        """log P(tag, bundle, form | state) of one word for N states; tag = nT means END."""
-        if tag == self.nT:
-            return self.end(H, end_legal)
-        n = len(H)
-        return self.continuation(H, self.tag_logprobs(H, end_legal), tag,
-                                 numpy.full(n, bundle), numpy.full(n, form))

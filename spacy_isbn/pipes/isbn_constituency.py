@@ -32,7 +32,8 @@ from ..evaluation.parseval import score_trees
 from ..model.derivation import (
     Derivation, place_tokens,
 )
-from ..model.isbn import ISBNScorer, nll_per_word
+from ..model.isbn import nll_per_word
+from ..model.scorer import ISBNScorer
 from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree

@@ -49,7 +49,8 @@ from ..model.derivation import (
     Derivation, DerivationBatch, chain_derivations, place_tokens, word_batches,
 )
 from ..model.features import JointTables, parse_templates
-from ..model.isbn import ISBNScorer, nll_per_word
+from ..model.isbn import nll_per_word
+from ..model.scorer import ISBNScorer
 from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from .projectivity import deprojectivize, projectivize

@@ -1,12 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Left-corner configurations (Henderson 2003) as C structs, many at once.
 
-The compiled counterpart of :class:`.left_corner.Configuration`, with the
-batched calls of :class:`._arc_eager.ArcEagerStates` (``start``,
-``describe``, ``child``, ``shift``, ``advance``, ``tree``, ``stack``,
-``front``, ``release``, ``referenced_ids``, ``remap``, ``n_live``,
-``width``), so that the one ISBN model and the one beam search drive
-either system.
+An arena of :class:`._arena.StatesArena` (the interface both transition
+systems' configurations offer), so that the one ISBN model and the one beam
+search drive either system; the struct and its node operations are in
+``_left_corner_state.pxd``.  ``tests/left_corner_reference.py`` holds the
+plain-Python configuration it is tested against.
 
 Generative convention (shared with arc-eager): step 0 generates word 1 and
 each word action generates the next word.  Here the word action is SHIFT:
@@ -18,199 +17,28 @@ each word action generates the next word.  Here the word action is SHIFT:
   ATTACH of the complete tree to ROOT: generating END *is* that attach;
 * :meth:`child` makes one PROJECT(label) or ATTACH (never to ROOT).
 
-Nodes are numbered as in the Python configuration: 0 is ROOT, then one per
+Nodes are numbered as in the reference configuration: 0 is ROOT, then one per
 SHIFT and PROJECT in creation order.  A configuration is one malloc'd block:
 the stack and seven per-node int arrays (capacity ``ncap``) followed by the
 generated words' rows (capacity ``wcap``, ``WORD_WIDTH`` ints each); a copy
 moves only the nodes and words in use.
 """
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
 
 from ._arena cimport StatesArena
+from ._left_corner_state cimport (
+    ADDR_LEFT_CORNER, ADDR_NEXT, ADDR_NEXT2, ADDR_SHIFTED, ATTACH, ATTR_FEATS, ATTR_VEC,
+    FIXED_COLUMNS, MAX_FEATS, N_ACTIONS, NONE_ID, PROJECT, SHIFT, UNREACHABLE, VEC_BASE, WORD_WIDTH,
+    StateC,
+    _alloc, _attach, _copy_for, _free, _free_item, _new_node, _project, _push_word, _register, _room,
+)
 from ._arena import check_word_rows
 
 import numpy
 
-cdef enum:
-    SHIFT = 0
-    PROJECT = 1
-    ATTACH = 2
-    N_ACTIONS = 3
-    MAX_FEATS = 8
-    # a word row: form, tag, pos, out_tag, out_bundle, feats... (as _arc_eager)
-    WORD_WIDTH = 5 + MAX_FEATS
-    # stack, label, word, parent, first_word, lc_child, last_child, last_state
-    INTS_PER_NODE = 8
-    # input-id values shared with the lexicon
-    NONE_ID = 0
-    # word addresses of the feature templates; the next two words (look-ahead,
-    # not generated yet) only as positions, for the conditional model
-    ADDR_SHIFTED = 0
-    ADDR_LEFT_CORNER = 1
-    ADDR_NEXT = 2
-    ADDR_NEXT2 = 3
-    # attribute codes: 0 form, 1 tag, 2 pos, 3 feats, 4 vec (the word's position)
-    ATTR_FEATS = 3
-    ATTR_VEC = 4
-    # a vec value: the 0-based word position + VEC_BASE (0 = no word)
-    VEC_BASE = 3
-    # fixed columns: the previous decision, the top's symbol
-    FIXED_COLUMNS = 2
-    UNREACHABLE = 1 << 28
-
 WORD_ROW_WIDTH = WORD_WIDTH
 MAX_NODE_FEATS = MAX_FEATS
 N_FIXED_COLUMNS = FIXED_COLUMNS
-
-
-cdef struct StateC:
-    int ncap
-    int wcap
-    int n_nodes
-    int n_words
-    int stack_len
-    int project_run
-    int prev_action
-    int prev_label
-    int is_final
-    int* block
-    int* stack
-    int* label       # phrase label id, or tag id of a preterminal
-    int* word        # word position of a preterminal, -1 for phrases and ROOT
-    int* parent
-    int* first_word  # position of the node's left-corner word
-    int* lc_child
-    int* last_child
-    int* last_state  # the last latent state with the node on top
-    int* rows        # word rows, WORD_WIDTH ints per generated word
-
-
-cdef StateC* _alloc(int ncap, int wcap) noexcept nogil:
-    """The struct and its arrays in one allocation."""
-    cdef StateC* st = <StateC*>malloc(sizeof(StateC)
-                                      + (ncap * INTS_PER_NODE + wcap * WORD_WIDTH) * sizeof(int))
-    st.ncap = ncap
-    st.wcap = wcap
-    st.block = <int*>(st + 1)
-    st.stack = st.block
-    st.label = st.block + ncap
-    st.word = st.block + 2 * ncap
-    st.parent = st.block + 3 * ncap
-    st.first_word = st.block + 4 * ncap
-    st.lc_child = st.block + 5 * ncap
-    st.last_child = st.block + 6 * ncap
-    st.last_state = st.block + 7 * ncap
-    st.rows = st.block + 8 * ncap
-    return st
-
-
-cdef void _free(StateC* st) noexcept nogil:
-    free(st)
-
-
-cdef int _room(int n) noexcept nogil:
-    """Capacity for ``n`` items and some more: most steps need no reallocation."""
-    return n + 2 + (n >> 2) + 6
-
-
-cdef StateC* _copy(const StateC* src, int ncap, int wcap) noexcept nogil:
-    cdef StateC* st = _alloc(ncap, wcap)
-    cdef int n = src.n_nodes
-    st.n_nodes = n
-    st.n_words = src.n_words
-    st.stack_len = src.stack_len
-    st.project_run = src.project_run
-    st.prev_action = src.prev_action
-    st.prev_label = src.prev_label
-    st.is_final = src.is_final
-    if ncap == src.ncap and wcap == src.wcap:  # same layout: one copy, unused room included
-        memcpy(st.block, src.block, (ncap * INTS_PER_NODE + wcap * WORD_WIDTH) * sizeof(int))
-        return st
-    memcpy(st.stack, src.stack, src.stack_len * sizeof(int))
-    memcpy(st.label, src.label, n * sizeof(int))
-    memcpy(st.word, src.word, n * sizeof(int))
-    memcpy(st.parent, src.parent, n * sizeof(int))
-    memcpy(st.first_word, src.first_word, n * sizeof(int))
-    memcpy(st.lc_child, src.lc_child, n * sizeof(int))
-    memcpy(st.last_child, src.last_child, n * sizeof(int))
-    memcpy(st.last_state, src.last_state, n * sizeof(int))
-    memcpy(st.rows, src.rows, src.n_words * WORD_WIDTH * sizeof(int))
-    return st
-
-
-cdef StateC* _copy_for(const StateC* src, int action, bint end) noexcept nogil:
-    """A copy with room for ``action`` (a SHIFT adds a node and a word, unless
-    it is the END attach; a PROJECT adds a node)."""
-    cdef int ncap = src.ncap
-    cdef int wcap = src.wcap
-    cdef bint new_node = (action == SHIFT and not end) or action == PROJECT
-    if new_node and src.n_nodes >= ncap:
-        ncap = _room(src.n_nodes)
-    if action == SHIFT and not end and src.n_words >= wcap:
-        wcap = _room(src.n_words)
-    return _copy(src, ncap, wcap)
-
-
-cdef int _new_node(StateC* st, int label, int word, int first_word) noexcept nogil:
-    cdef int node = st.n_nodes
-    st.label[node] = label
-    st.word[node] = word
-    st.parent[node] = -1
-    st.first_word[node] = first_word
-    st.lc_child[node] = -1
-    st.last_child[node] = -1
-    st.last_state[node] = -1
-    st.n_nodes = node + 1
-    return node
-
-
-cdef void _register(StateC* st, int state_id) noexcept nogil:
-    st.last_state[st.stack[st.stack_len - 1]] = state_id
-
-
-cdef void _push_word(StateC* st, const int* row) noexcept nogil:
-    """SHIFT of a word: its row stored, a preterminal with tag ``row[3]`` pushed."""
-    cdef int pos = st.n_words
-    memcpy(st.rows + pos * WORD_WIDTH, row, WORD_WIDTH * sizeof(int))
-    st.n_words = pos + 1
-    st.stack[st.stack_len] = _new_node(st, row[3], pos, pos)
-    st.stack_len += 1
-    st.project_run = 0
-    st.prev_action = SHIFT
-    st.prev_label = -1
-
-
-cdef void _project(StateC* st, int label) noexcept nogil:
-    cdef int child = st.stack[st.stack_len - 1]
-    cdef int node = _new_node(st, label, -1, st.first_word[child])
-    st.parent[child] = node
-    st.lc_child[node] = child
-    st.last_child[node] = child
-    st.stack[st.stack_len - 1] = node
-    st.project_run += 1
-    st.prev_action = PROJECT
-    st.prev_label = label
-
-
-cdef void _attach(StateC* st) noexcept nogil:
-    """[.., Y, X] -> [.., Y]; to ROOT it finishes the derivation (END)."""
-    cdef int child = st.stack[st.stack_len - 1]
-    cdef int head
-    st.stack_len -= 1
-    head = st.stack[st.stack_len - 1]
-    st.parent[child] = head
-    st.last_child[head] = child
-    if st.lc_child[head] < 0:
-        st.lc_child[head] = child
-    st.is_final = head == 0
-    st.project_run = 0
-    st.prev_action = ATTACH
-    st.prev_label = -1
-
-
-cdef void _free_item(void* st) noexcept nogil:
-    _free(<StateC*>st)
 
 
 cdef class LeftCornerStates(StatesArena):

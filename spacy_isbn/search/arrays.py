@@ -1,0 +1,207 @@
+"""The beam search's data as arrays: hypotheses, agenda and shifted
+candidates as tables of columns over all segments, the pool of latent
+states, the segments' words, and the parses the search returns."""
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
+
+from ..model.features import JointTables, SentenceInputs
+from ..transitions._arc_eager import WORD_ROW_WIDTH
+
+
+@dataclass
+class ParsedSentence:
+    start: int  # token offset in the segment
+    heads: List[int]  # 1-based within the sentence, 0 = root
+    labels: List[int]
+    logprob: float  # log P(tree, words) of this sentence
+    tags: Optional[List[int]] = None  # joint tagging: output tag and bundle ids
+    bundles: Optional[List[int]] = None
+    # a constituency tree instead (left-corner): per node its parent, label and
+    # word position (-1 for a phrase); heads and labels are then empty
+    nodes: Optional[Tuple[List[int], List[int], List[int]]] = None
+
+
+@dataclass
+class SegmentParse:
+    sentences: List[ParsedSentence]
+    logprob: float  # log P(trees, words) of the best hypothesis
+    words_logprob: float  # beam estimate of log P(words): logsumexp over the final beam
+    kbest: List[Tuple[float, List[ParsedSentence]]]  # the final beam, best first
+
+
+class StatePool:
+    """Latent states (means) of the search, addressed by int ids; compacted
+    to the states still linked to (:meth:`compact`)."""
+
+    def __init__(self, width: int):
+        self.data = numpy.zeros((1024, width), dtype="float32")
+        self.size = 0
+        self.live = 0  # size after the last compaction
+
+    def add(self, H: numpy.ndarray) -> numpy.ndarray:
+        n = H.shape[0]
+        if self.size + n > self.data.shape[0]:
+            grown = numpy.zeros((max(2 * self.data.shape[0], self.size + n), self.data.shape[1]),
+                                dtype="float32")
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        ids = numpy.arange(self.size, self.size + n)
+        self.data[self.size: self.size + n] = H
+        self.size += n
+        return ids
+
+    def compact(self, referenced: numpy.ndarray) -> numpy.ndarray:
+        """Keep only the ``referenced`` ids; returns old id -> new id (-1: dropped)."""
+        marked = numpy.zeros(self.size + 1, dtype=bool)  # a mark per id: no sort
+        marked[referenced] = True  # -1 marks the spare last entry
+        keep = numpy.flatnonzero(marked[: self.size])
+        mapping = numpy.full(self.size + 1, -1, dtype="int32")
+        mapping[keep] = numpy.arange(len(keep), dtype="int32")
+        self.data[: len(keep)] = self.data[keep]
+        self.size = self.live = len(keep)
+        return mapping
+
+
+def column(matrix: str, i: int) -> property:
+    def get(self) -> numpy.ndarray:
+        return getattr(self, matrix)[i]
+
+    def put(self, value) -> None:
+        getattr(self, matrix)[i] = value
+
+    return property(get, put)
+
+
+class Table:
+    """Rows of equally long columns: the int columns are the rows of one
+    matrix and the float columns of another (each column contiguous), plus an
+    optional object column, so a take or a concatenation is one numpy call
+    per matrix whatever the number of columns."""
+
+    INTS: Tuple[str, ...] = ()
+    FLOATS: Tuple[str, ...] = ()
+    __slots__ = ("ints", "floats", "objs")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for i, name in enumerate(cls.INTS):
+            setattr(cls, name, column("ints", i))
+        for i, name in enumerate(cls.FLOATS):
+            setattr(cls, name, column("floats", i))
+
+    def __init__(self, ints: numpy.ndarray, floats: numpy.ndarray, objs=None):
+        self.ints, self.floats, self.objs = ints, floats, objs
+
+    @classmethod
+    def of(cls, objs=None, **columns) -> "Table":
+        return cls(numpy.array([columns[k] for k in cls.INTS], dtype="int64"),
+                   numpy.array([columns[k] for k in cls.FLOATS], dtype="float64"), objs)
+
+    @classmethod
+    def empty(cls) -> "Table":
+        return cls(numpy.zeros((len(cls.INTS), 0), "int64"), numpy.zeros((len(cls.FLOATS), 0)))
+
+    def __len__(self) -> int:
+        return self.ints.shape[1]
+
+    def take(self, idx) -> "Table":
+        return type(self)(numpy.take(self.ints, idx, axis=1), numpy.take(self.floats, idx, axis=1),
+                          None if self.objs is None else self.objs[idx])
+
+    @classmethod
+    def concat(cls, parts: List["Table"]) -> "Table":
+        objs = None if parts[0].objs is None else numpy.concatenate([p.objs for p in parts])
+        return cls(numpy.concatenate([p.ints for p in parts], axis=1),
+                   numpy.concatenate([p.floats for p in parts], axis=1), objs)
+
+
+class Hypotheses(Table):
+    """Configurations made so far in the segments' current word steps; the
+    object column holds each one's finished sentences as a linked list of
+    Python tuples."""
+    INTS = ("handle", "seg", "offset")  # offset: the current sentence's first token
+    FLOATS = ("score", "start_score")  # start_score: the score when that sentence started
+    __slots__ = ()
+
+
+class Agenda(Table):
+    """Decisions waiting to be expanded (action -1: a beam hypothesis itself),
+    with the pool id of the means the decision reads."""
+    INTS = ("seg", "parent", "action", "label", "state")
+    FLOATS = ("score",)
+    __slots__ = ()
+
+
+class Shifted(Table):
+    """Outcomes of Shifts (kind CONT, END or NEXT) of the current word step."""
+    INTS = ("seg", "parent", "kind", "tag", "bundle", "state")
+    FLOATS = ("score", "end_score")
+    __slots__ = ()
+
+
+class Candidates:
+    """Ways to generate a word: per candidate the position of its state in
+    the request (``pos``), log-prob, tag, bundle and the pool id of the means
+    once the word is generated."""
+
+    __slots__ = ("pos", "lp", "tag", "bundle", "state")
+
+    def __init__(self, pos, lp, tag, bundle, state):
+        self.pos, self.lp, self.tag, self.bundle, self.state = pos, lp, tag, bundle, state
+
+    @classmethod
+    def empty(cls) -> "Candidates":
+        none = numpy.zeros(0, dtype="int64")
+        return cls(none, numpy.zeros(0), none, none, none)
+
+
+class Words:
+    """All segments' tokens, numbered across segments: the word rows the
+    configurations read and how each token is generated."""
+
+    def __init__(self, segments: Sequence[SentenceInputs], joint: Optional[JointTables]):
+        self.joint = joint
+        self.rows = numpy.concatenate([w.rows for w in segments]) if segments else \
+            numpy.zeros((0, WORD_ROW_WIDTH), "int32")
+        self.tag = numpy.concatenate([numpy.asarray(w.gen_tag, "int64") for w in segments])
+        self.bundle = numpy.concatenate([numpy.asarray(w.gen_bundle, "int64") for w in segments])
+        self.form = numpy.concatenate([numpy.asarray(w.gen_form, "int64") for w in segments])
+        self.records = [r for w in segments for r in w.records]
+        self._joint_cache: Dict[int, Tuple[numpy.ndarray, numpy.ndarray]] = {}
+
+    def candidates(self, pos, toks, tag_lp, top_k: int):
+        """(position, tag, form, bundle) of the ways to generate ``toks[i]``
+        from the state at position ``pos[i]`` (``tag_lp``: its tag log-probs):
+        the given tag and bundle, or with joint tagging the ``top_k`` most
+        likely tags the word may have and bundle -1 (searched over)."""
+        if self.joint is None:
+            return pos, self.tag[toks], self.form[toks], self.bundle[toks]
+        parts = []
+        for tok in numpy.unique(toks):
+            sel = numpy.nonzero(toks == tok)[0]
+            tags, forms = self._joint_candidates(int(tok))
+            if len(tags) > top_k:
+                keep = numpy.argpartition(-tag_lp[sel][:, tags], top_k - 1, axis=1)[:, :top_k]
+                g_tags, g_forms = tags[keep], forms[keep]
+            else:
+                g_tags = numpy.broadcast_to(tags, (len(sel), len(tags)))
+                g_forms = numpy.broadcast_to(forms, g_tags.shape)
+            parts.append((numpy.repeat(pos[sel], g_tags.shape[1]), g_tags.reshape(-1),
+                          g_forms.reshape(-1), numpy.full(g_tags.size, -1)))
+        return tuple(numpy.concatenate(cols) for cols in zip(*parts))
+
+    def _joint_candidates(self, tok: int):
+        if tok not in self._joint_cache:
+            self._joint_cache[tok] = self.joint.candidates(self.records[tok])
+        return self._joint_cache[tok]
+
+    def row(self, toks, tags, bundles) -> numpy.ndarray:
+        """The word rows of tokens generated with the given output tag and bundle."""
+        if self.joint is None:
+            return self.rows[toks]
+        out = numpy.empty((len(toks), WORD_ROW_WIDTH), dtype="int32")
+        for i, (tok, tag, bundle) in enumerate(zip(toks, tags, bundles)):
+            out[i] = self.joint.row(self.rows[tok, 0], self.records[tok], int(tag), int(bundle))
+        return out

@@ -1,0 +1,325 @@
+"""One :meth:`~spacy_isbn.search.beam.BeamSearch.parse_many` call: all
+segments searched in lockstep, each round popping, scoring and pruning the
+pending hypotheses of every segment at once with array operations and the
+compiled passes of :mod:`._select`."""
+import time
+from typing import TYPE_CHECKING, List, Optional
+
+import numpy
+
+from ..transitions._arc_eager import WORD_ROW_WIDTH
+from .arrays import (Agenda, Candidates, Hypotheses, ParsedSentence, SegmentParse, Shifted,
+                     StatePool, Words)
+
+if TYPE_CHECKING:
+    from .beam import BeamSearch
+from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, fronts, keep_top,
+                      rows_in_groups, shift_rows, top_per_group)
+
+NEG_INF = -numpy.inf
+
+
+class Lockstep:
+    """One :meth:`BeamSearch.parse_many` call: every segment's beam, pending
+    decisions and shifted candidates as tables over all segments.
+
+    ``hyps`` (:class:`Hypotheses`): configurations made so far in the
+    segments' current word steps.  ``agenda`` (:class:`Agenda`): decisions
+    waiting to be expanded, at most the beam width per segment, each
+    segment's best first.  ``shifted`` (:class:`Shifted`): outcomes of
+    Shifts of the current word step, at most the beam width per segment,
+    kept sorted by segment, best first.  Ties are broken by insertion order,
+    which is each table's order."""
+
+    # the state pool is compacted once it holds this many states and four
+    # times as many as were live after the last compaction
+    compact_at = 1 << 15
+
+    def __init__(self, search: "BeamSearch", segments):
+        self.s = search
+        self.states = search.moves.new_states(search.multiroot)
+        self.pool = StatePool(search.scorer.nH)
+        self.words = Words([w for w, _ in segments], search.joint)
+        self.n = numpy.array([w.n for w, _ in segments], dtype="int64")
+        self.base = numpy.concatenate([[0], numpy.cumsum(self.n)[:-1]]).astype("int64") \
+            if len(segments) else numpy.zeros(0, "int64")
+        ends = [e for _, (w, ends) in enumerate(segments) for e in list(ends)[: w.n]]
+        last = numpy.zeros(len(self.words.tag), dtype=bool)
+        last[self.base + self.n - 1] = True
+        # per token (uint8): must, and may, a sentence end after it
+        self.must_end = (last | numpy.array([e is True for e in ends], dtype=bool)).view("uint8")
+        self.may_end = self.must_end | numpy.array([e is None for e in ends], dtype="uint8")
+        self.j = numpy.zeros(len(segments), dtype="int64")  # the token to be shifted next
+        self.pops = numpy.zeros(len(segments), dtype="int64")
+        self.width = numpy.full(len(segments), search.beam_width, dtype="int64")
+        self.results: List[Optional[SegmentParse]] = [None] * len(segments)
+
+    def release(self) -> None:
+        self.states = None
+
+    # -- the loop -------------------------------------------------------------------
+    def run(self) -> List[SegmentParse]:
+        s = self.s
+        n_seg = len(self.n)
+        live = numpy.nonzero(self.n > 0)[0]
+        if not len(live):
+            return self.results
+        # every segment's first word, from the same initial state
+        init_eta = s.scorer.pre(numpy.zeros((1, s.spec.n_relations * s.scorer.nH), "float32"),
+                                s.moves.start_features(1))
+        first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
+                              self.words, self.pool)
+        seg = live[first.pos]
+        keep = top_per_group(seg.astype("int64"), first.lp.astype("float64"), self.width)
+        seg, c = seg[keep], Candidates(*(getattr(first, k)[keep] for k in Candidates.__slots__))
+        handles = self.states.start(c.state.astype("int32"),
+                                    self.words.row(self.base[seg], c.tag, c.bundle))
+        zeros = numpy.zeros(len(seg))
+        self.hyps = Hypotheses.of(numpy.full(len(seg), None, dtype=object), handle=handles,
+                                   seg=seg, offset=zeros, score=c.lp, start_score=zeros)
+        self.agenda = self._beam_items(numpy.arange(len(seg)))
+        self.shifted = Shifted.empty()
+        self.active = numpy.zeros(n_seg, dtype=bool)
+        self.active[live] = True
+        while self.active.any():
+            self._round()
+        return self.results
+
+    def _beam_items(self, hyp_rows) -> Agenda:
+        """Agenda entries for beam hypotheses themselves (no decision yet)."""
+        ints = numpy.full((len(Agenda.INTS), len(hyp_rows)), -1, dtype="int64")
+        ints[0] = self.hyps.seg[hyp_rows]
+        ints[1] = hyp_rows
+        return Agenda(ints, self.hyps.floats[:1, hyp_rows])
+
+    def _round(self) -> None:
+        s, B = self.s, self.s.beam_width
+        n_seg = len(self.n)
+        # the beam's worst shifted score per segment: nothing below it can enter
+        count, threshold = counts_and_kth(self.shifted.seg, self.shifted.score, n_seg, B)
+        # all agenda entries that can still enter a beam are popped, in the
+        # agenda's order (see _expand and _end_steps)
+        popped = self.agenda.take(numpy.flatnonzero(self.agenda.score > threshold[self.agenda.seg]))
+        while True:
+            n_popped = numpy.bincount(popped.seg, minlength=n_seg)
+            # a word step ends when nothing pending can enter its beam, or when
+            # it is out of budget and has something shifted
+            done = self.active & ((n_popped == 0)
+                                  | ((self.pops + n_popped > s.max_expansions) & (count > 0)))
+            if not done.any():
+                break
+            self.agenda = popped.take(numpy.flatnonzero(~done[popped.seg]))
+            self._end_steps(numpy.flatnonzero(done))
+            # the rest still can enter their beams; the new beams start afresh
+            popped = self.agenda
+            count = numpy.bincount(self.shifted.seg, minlength=n_seg)
+            threshold[done] = NEG_INF
+        self.agenda = Agenda.empty()
+        self.pops += n_popped
+        if len(popped):
+            self._expand(self._materialize(popped), threshold)
+
+    def _materialize(self, popped: Agenda) -> numpy.ndarray:
+        """Hypothesis rows of popped entries: beam hypotheses as they are,
+        decisions applied to copies of their parents' configurations."""
+        rows = popped.parent.copy()
+        todo = numpy.flatnonzero(popped.action >= 0)
+        if len(todo):
+            h, decided = self.hyps, popped.take(todo)
+            new = h.take(decided.parent)
+            new.handle = self.states.child(new.handle, decided.action.astype("int32"),
+                                           decided.label.astype("int32"),
+                                           decided.state.astype("int32"))
+            new.score = decided.score
+            rows[todo] = len(h) + numpy.arange(len(todo))
+            self.hyps = Hypotheses.concat([h, new])
+        return rows
+
+    def _expand(self, rows: numpy.ndarray, threshold: numpy.ndarray) -> None:
+        """Score the hypotheses ``rows`` and file their successors: Shifts
+        among the shifted candidates, arcs and reduce on the agenda.
+        ``threshold``: per segment, the score a Shift must beat to enter its
+        beam (the words of hypotheses that cannot are not scored)."""
+        s, B = self.s, self.s.beam_width
+        h = self.hyps
+        N = len(rows)
+        seg, scores = h.seg[rows], h.score[rows]
+        must_end, may_end, has_next, next_tok, start_tok = fronts(
+            seg, h.offset[rows], self.j, self.n, self.base, self.must_end, self.may_end,
+            s.max_sentence_length)
+        spec = s.spec
+        req = {
+            "src": numpy.empty((N, spec.n_relations), "int32"),
+            "feats": numpy.empty((N, s.moves.width), "int32"),
+            "masks": numpy.empty((N, spec.n_actions), "uint8"),
+            "allowed": numpy.empty((N, spec.n_actions), "uint8"),
+            "end_legal": numpy.empty(N, "uint8"),
+            "label_kinds": numpy.empty((N, len(spec.labelled_actions)), "int32"),
+        }
+        self.states.describe(h.handle[rows], must_end, req["src"], req["feats"],
+                             req["masks"], req["allowed"], req["end_legal"], req["label_kinds"])
+        if s.scorer.vectors is not None:
+            req["feats"] = s.scorer.vector_ids(req["feats"], self.base[seg] + h.offset[rows],
+                                               self.base[seg] + self.n[seg])
+        for name in ("masks", "allowed", "end_legal"):
+            req[name] = req[name].view(bool)
+        req["next_tok"], req["start_tok"] = next_tok, start_tok
+        req["floor"] = threshold[seg] - scores
+        start = time.perf_counter()
+        out = s._score(req, self.words, self.pool)
+        s.timing["array_seconds"] += time.perf_counter() - start
+        # normalised over Phi as in training; decisions that would leave the
+        # sentence unfinishable at its known last word are only filtered out
+        word = spec.word_action
+        shift_scores = numpy.where(req["allowed"][:, word], scores + out["act"][:, word], NEG_INF)
+        end_scores = numpy.where(may_end.view(bool), shift_scores + out["end"], NEG_INF)
+        # Shifts (generating the next word, ending the segment's last sentence,
+        # or ending a sentence and generating the next one's first word) join
+        # the shifted table
+        new = shift_rows(seg, rows, shift_scores, end_scores, has_next,
+                         out["cont"], out["first"])
+        self.shifted = Shifted(*keep_top([(self.shifted.ints, self.shifted.floats), new], 0, 0,
+                                          self.width))
+        # labelled actions (top-k labels) and plain ones make the new agenda
+        # (the round popped all of the old one); it is pruned to the beam
+        # width too: between shifts the search stays best-first among B
+        # pending hypotheses; out of budget with nothing shifted, only the
+        # single best is followed
+        parts = [(action, at, top, top_lp, action_states)
+                 for action, (at, top, top_lp, action_states) in out["labelled"].items()]
+        parts += [(action, at, None, None, action_states)
+                  for action, (at, action_states) in out["plain"].items()]
+        limit = numpy.where((self.pops > s.max_expansions)
+                            & (numpy.bincount(self.shifted.seg, minlength=len(self.n)) == 0), 1, B)
+        self.agenda = Agenda(*keep_top([decision_rows(seg, rows, scores, out["act"],
+                                                       req["allowed"].view("uint8"), parts)],
+                                        0, 0, limit))
+        self._compact_pool()
+
+    # -- ending a word step -------------------------------------------------------
+    def _end_steps(self, segs: numpy.ndarray) -> None:
+        """The shifted candidates of segments ``segs`` become their beams for
+        the next word; configurations of the finished steps are freed."""
+        n_seg = len(self.n)
+        in_step = numpy.zeros(n_seg, dtype="uint8")
+        in_step[segs] = 1
+        h, sh = self.hyps, self.shifted
+        mine, rest = rows_in_groups(sh.seg, in_step)
+        new, self.shifted = sh.take(mine), sh.take(rest)
+        if not numpy.bincount(new.seg, minlength=n_seg)[segs].all():
+            raise RuntimeError("beam search lost all hypotheses")  # not with legal decisions
+        p = new.parent
+        tok = self.base[new.seg] + self.j[new.seg]  # the token just shifted
+        # the new beam: its parents' handles, offsets, start scores and
+        # finished sentences, then each one's Shift applied
+        beam = h.take(p)
+        beam.score = new.score
+        handles = beam.handle
+        ending = numpy.flatnonzero(new.kind != CONT)
+        if len(ending) < len(new):
+            go_on = numpy.flatnonzero(new.kind == CONT) if len(ending) else slice(None)
+            handles[go_on] = self.states.shift(
+                handles[go_on], new.state[go_on].astype("int32"),
+                self.words.row(tok[go_on] + 1, new.tag[go_on], new.bundle[go_on]))
+        if len(ending):
+            self._end_sentences(new.take(ending), beam, ending)
+        # the steps' configurations are no longer needed
+        n_kept = self._drop_hyps(in_step, beam)
+        self.j[segs] += 1
+        self.pops[segs] = 0
+        finished = segs[self.j[segs] >= self.n[segs]]
+        if len(finished):
+            self._finish_segments(finished)
+        # the beams of the steps that go on follow the kept rows
+        going = numpy.arange(n_kept, len(self.hyps))
+        self.agenda = Agenda.concat([self.agenda, self._beam_items(going)])
+
+    def _end_sentences(self, ends: Shifted, beam: Hypotheses, rows) -> None:
+        """Beam ``rows`` whose Shift ends a sentence (``ends``): the sentence
+        is finished after its segment's current token, and the segment ends
+        (END) or its next sentence starts (NEXT)."""
+        last_tok = self.j[ends.seg]  # in the segment
+        for i, row in enumerate(rows):  # one per surviving sentence end
+            beam.objs[row] = self._finish(int(ends.parent[i]), int(last_tok[i]),
+                                          float(ends.end_score[i]))
+        handles, offset, start_score = beam.handle, beam.offset, beam.start_score
+        last = numpy.flatnonzero(ends.kind == END)
+        if len(last):
+            empty = numpy.full((len(last), WORD_ROW_WIDTH), -1, dtype="int32")
+            handles[rows[last]] = self.states.shift(handles[rows[last]],
+                                                    numpy.full(len(last), -1, "int32"), empty)
+            start_score[rows[last]] = ends.end_score[last]
+        nxt = numpy.flatnonzero(ends.kind == NEXT)
+        if len(nxt):
+            handles[rows[nxt]] = self.states.start(
+                ends.state[nxt].astype("int32"),
+                self.words.row(self.base[ends.seg[nxt]] + last_tok[nxt] + 1, ends.tag[nxt],
+                               ends.bundle[nxt]))
+            offset[rows[nxt]] = last_tok[nxt] + 1
+            start_score[rows[nxt]] = ends.end_score[nxt]
+
+    def _finish(self, row: int, last_tok: int, end_score: float):
+        """Hypothesis ``row``'s finished sentences plus its current one, which
+        ends after segment token ``last_tok``."""
+        h = self.hyps
+        size = last_tok + 1 - int(h.offset[row])
+        analysis = self.s.moves.sentence(self.states, int(h.handle[row]), size)
+        if self.s.joint is None:
+            analysis.update(tags=None, bundles=None)
+        sent = ParsedSentence(int(h.offset[row]), logprob=end_score - float(h.start_score[row]),
+                              **analysis)
+        return (h.objs[row], sent)
+
+    def _finish_segments(self, segs: numpy.ndarray) -> None:
+        h = self.hyps
+        for seg in segs:
+            rows = numpy.flatnonzero(h.seg == seg)
+            rows = rows[numpy.argsort(-h.score[rows], kind="stable")]
+            if not len(rows):  # cannot happen with legal decisions; keep the guard explicit
+                raise RuntimeError("beam search lost all hypotheses")
+            kbest = [(float(h.score[r]), unroll(h.objs[r])) for r in rows]
+            scores = h.score[rows]
+            mx = scores.max()
+            self.results[seg] = SegmentParse(
+                sentences=kbest[0][1], logprob=float(scores[0]),
+                words_logprob=float(mx + numpy.log(numpy.exp(scores - mx).sum())), kbest=kbest)
+            self.active[seg] = False
+        in_segs = numpy.zeros(len(self.n), dtype="uint8")
+        in_segs[segs] = 1
+        self._drop_hyps(in_segs)
+
+    def _drop_hyps(self, in_segs: numpy.ndarray, added: Optional[Hypotheses] = None) -> int:
+        """Free the configurations of the hypotheses of the segments marked in
+        ``in_segs`` and drop their rows (``added`` goes after the kept ones);
+        the agenda's and the shifted table's parents follow.  Returns the
+        number of rows kept."""
+        h = self.hyps
+        gone, keep = rows_in_groups(h.seg, in_segs)
+        self.states.release(h.handle[gone])
+        remap = numpy.full(len(h), -1, dtype="int64")
+        remap[keep] = numpy.arange(len(keep))
+        self.hyps = h.take(keep) if added is None else Hypotheses.concat([h.take(keep), added])
+        self.agenda.parent = remap[self.agenda.parent]
+        self.shifted.parent = remap[self.shifted.parent]
+        return len(keep)
+
+    def _compact_pool(self) -> None:
+        """Drop the pooled states nothing links to any more, once the pool has
+        grown well past what was live at the last compaction."""
+        pool = self.pool
+        if pool.size < max(self.compact_at, 4 * pool.live):
+            return
+        referenced = numpy.concatenate([self.states.referenced_ids().astype("int64"),
+                                        self.agenda.state, self.shifted.state])
+        mapping = pool.compact(referenced)
+        self.states.remap(mapping)
+        for items in (self.agenda, self.shifted):
+            items.state = numpy.where(items.state >= 0, mapping[items.state], -1)
+
+
+def unroll(done) -> List[ParsedSentence]:
+    out = []
+    while done is not None:
+        done, sent = done
+        out.append(sent)
+    return out[::-1]

@@ -3,7 +3,7 @@ import numpy
 import pytest
 
 from spacy_isbn.model.derivation import DerivationBatch
-from spacy_isbn.model.features import SentenceInputs, parse_templates
+from spacy_isbn.model.features import SegmentInputs, parse_templates
 from spacy_isbn.model.isbn import build_isbn_model
 from spacy_isbn.model.scorer import ISBNScorer
 from spacy_isbn.model.lexicon import Lexicon, TokenRecord
@@ -37,7 +37,7 @@ def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
     derivs = []
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
-        derivs.append(ext.derivation(SentenceInputs(tk, lex),
+        derivs.append(ext.derivation(SegmentInputs(tk, lex),
                                      (gold, [0] + [lex.label_ids[x] for x in labels]),
                                      lex.end_tag, multiroot))
     return model, lex, ext, toks, derivs
@@ -75,7 +75,7 @@ def test_decision_distributions_sum_to_one(multiroot):
     model, lex, ext, toks, derivs = _setup(multiroot=multiroot)
     scorer = ISBNScorer(model)
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
-        inputs = SentenceInputs(tk, lex)
+        inputs = SegmentInputs(tk, lex)
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
         decisions = oracle_derivation(gold, [0] + [lex.label_ids[x] for x in labels], multiroot)
         config = Configuration(inputs.n, multiroot, words=inputs.rows,
@@ -111,7 +111,7 @@ def gold_decisions(lex, toks):
     """Per tiny-treebank sentence: its inputs and its gold decisions."""
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
-        yield SentenceInputs(tk, lex), oracle_derivation(
+        yield SegmentInputs(tk, lex), oracle_derivation(
             gold, [0] + [lex.label_ids[x] for x in labels])
 
 

@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_isbn.model.derivation import DerivationBatch, chain_derivations
-from spacy_isbn.model.features import SentenceInputs
+from spacy_isbn.model.features import SegmentInputs
 from spacy_isbn.model.scorer import ISBNScorer
 
 from .conftest import TINY_TREEBANK
@@ -169,7 +169,7 @@ def _forward_logprob(parser, doc, sentences, joint):
     records = parser._records(doc)
     derivs = []
     for sent in sentences:
-        inputs = SentenceInputs(records[sent.start: sent.start + len(sent.heads)], lex)
+        inputs = SegmentInputs(records[sent.start: sent.start + len(sent.heads)], lex)
         if joint:
             inputs.rows = numpy.stack([
                 parser.joint_tables.row(row[0], record, tag, bundle)

@@ -6,7 +6,7 @@ import pytest
 
 from spacy_isbn.corpus.ptb import parse_bracketed
 from spacy_isbn.model.derivation import DerivationBatch
-from spacy_isbn.model.features import SentenceInputs
+from spacy_isbn.model.features import SegmentInputs
 from spacy_isbn.model.isbn import build_isbn_model
 from spacy_isbn.model.scorer import ISBNScorer
 from spacy_isbn.model.lexicon import Lexicon, TokenRecord
@@ -40,7 +40,7 @@ def _setup(width=6):
                        label_masks=states.label_mask_table().astype(bool).tolist(),
                        label_blocks=list(spec.label_blocks))
     model.initialize()
-    inputs = [SentenceInputs(tk, lex) for tk in toks]
+    inputs = [SegmentInputs(tk, lex) for tk in toks]
     decisions = [system.oracle(tree) for tree in trees]
     derivs = [features.derivation(inp, tree, lex.end_tag) for inp, tree in zip(inputs, trees)]
     return model, lex, states, inputs, decisions, derivs, (trees, system, features)

@@ -10,7 +10,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 
-from .features import SentenceInputs
+from .features import SegmentInputs
 
 
 @dataclass
@@ -51,7 +51,7 @@ def step_arrays(T: int, width: int, n_relations: int, n_actions: int) -> dict:
             "end_legal": numpy.zeros((T,), dtype="uint8")}
 
 
-def derivation_of(a: dict, T: int, sent: SentenceInputs, word_action: int, end_tag: int) -> Derivation:
+def derivation_of(a: dict, T: int, sent: SegmentInputs, word_action: int, end_tag: int) -> Derivation:
     """The first T states of arrays ``a``, with what each state generates:
     state 0 the first word, each word action the next word, the last one END."""
     action = a["action"][:T]

@@ -87,7 +87,7 @@ def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]],
     return feats
 
 
-class SentenceInputs:
+class SegmentInputs:
     """A segment's words as the configurations read them: one row per token
     (:meth:`row`: form, tag, pos input ids, the generated tag and bundle, the
     feature ids), and the output ids each word is generated with.
@@ -119,9 +119,9 @@ class SentenceInputs:
                                 lex.input_id("pos", t.pos), outs[i][0], outs[i][1])
             self.rows[i, 5: 5 + len(feats)] = feats
 
-    def span(self, start: int, end: int) -> "SentenceInputs":
+    def span(self, start: int, end: int) -> "SegmentInputs":
         """Tokens ``start``..``end`` as a segment of their own."""
-        new = SentenceInputs.__new__(SentenceInputs)
+        new = SegmentInputs.__new__(SegmentInputs)
         new.n = end - start
         new.records, new.rows = self.records[start:end], self.rows[start:end]
         new.gen_tag, new.gen_bundle = self.gen_tag[start:end], self.gen_bundle[start:end]

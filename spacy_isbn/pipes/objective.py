@@ -8,7 +8,7 @@ import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
 
-from ..model.features import SentenceInputs
+from ..model.features import SegmentInputs
 from ..model.isbn import core_of, project_tokens
 from ..model.lexicon import TokenRecord
 
@@ -39,8 +39,8 @@ class Objective:
             return {"nT": len(lex.tags), "nB": len(lex.bundles), "nV": len(lex.forms)}
         return {"nT": 1, "nB": 0, "nV": 0}
 
-    def _inputs(self, records: List[TokenRecord]) -> SentenceInputs:
-        return SentenceInputs(records, self.lexicon, generative=self.generative)
+    def _inputs(self, records: List[TokenRecord]) -> SegmentInputs:
+        return SegmentInputs(records, self.lexicon, generative=self.generative)
 
     def token_vectors(self, docs: Sequence[Doc]) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
         """The conditional model's projected token vectors of ``docs`` and each

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import JointTables, SentenceInputs
+from ..model.features import JointTables, SegmentInputs
 from ..transitions._arc_eager import WORD_ROW_WIDTH
 
 
@@ -161,7 +161,7 @@ class Words:
     """All segments' tokens, numbered across segments: the word rows the
     configurations read and how each token is generated."""
 
-    def __init__(self, segments: Sequence[SentenceInputs], joint: Optional[JointTables]):
+    def __init__(self, segments: Sequence[SegmentInputs], joint: Optional[JointTables]):
         self.joint = joint
         self.rows = numpy.concatenate([w.rows for w in segments]) if segments else \
             numpy.zeros((0, WORD_ROW_WIDTH), "int32")

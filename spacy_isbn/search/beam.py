@@ -35,7 +35,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import JointTables, SentenceInputs
+from ..model.features import JointTables, SegmentInputs
 from ..model.scorer import ISBNScorer
 from ..transitions.system import TransitionSystem
 from .arrays import Candidates, ParsedSentence, SegmentParse, StatePool, Words
@@ -76,7 +76,7 @@ class BeamSearch:
         self.timing = {"array_seconds": 0.0, "total_seconds": 0.0}
 
     def parse_many(
-        self, segments: Sequence[Tuple[SentenceInputs, Sequence[Optional[bool]]]]
+        self, segments: Sequence[Tuple[SegmentInputs, Sequence[Optional[bool]]]]
     ) -> List[SegmentParse]:
         """Parse independent segments in lockstep.
 

@@ -25,7 +25,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy
 
 from ..model.derivation import Derivation, derivation_of, step_arrays
-from ..model.features import ADDRESSES, ATTRIBUTES, SentenceInputs
+from ..model.features import ADDRESSES, ATTRIBUTES, SegmentInputs
 from ..model.lexicon import Lexicon
 from ._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
 from .system import Moves, TransitionSpec
@@ -89,7 +89,7 @@ class ArcEagerMoves(Moves):
         feats[:, 0] = 0
         return feats
 
-    def derivation(self, inputs: SentenceInputs, gold: Tuple[Sequence[int], Sequence[int]],
+    def derivation(self, inputs: SegmentInputs, gold: Tuple[Sequence[int], Sequence[int]],
                    end_tag: int, multiroot: bool = False) -> Derivation:
         """The oracle derivation of ``gold`` = (heads, labels), 1-based with
         index 0 unused, projective.  The oracle walks one compiled
@@ -123,7 +123,7 @@ class Configuration:
     handle into the compiled :class:`ArcEagerStates` that the search and the
     training derivations use in bulk, so the transition system exists once.
 
-    ``words``: the sentence's word rows (:meth:`SentenceInputs.word_rows`),
+    ``words``: the sentence's word rows (:meth:`SegmentInputs.word_rows`),
     needed only for features; ``states``: the arena (its feature templates),
     by default one without templates."""
 

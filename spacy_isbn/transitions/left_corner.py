@@ -41,7 +41,7 @@ import numpy
 
 from ..corpus.ptb import Tree, collapse_unary_chains, expand_unary_chains
 from ..model.derivation import Derivation, derivation_of, step_arrays
-from ..model.features import SentenceInputs
+from ..model.features import SegmentInputs
 from ..model.lexicon import Lexicon
 from ._left_corner import N_FIXED_COLUMNS
 from .system import Moves, TransitionSpec
@@ -329,7 +329,7 @@ class LeftCornerMoves(Moves):
     def start_features(self, n: int) -> numpy.ndarray:
         return self.states().start_features(n)
 
-    def derivation(self, inputs: SentenceInputs, gold: Tree, end_tag: int,
+    def derivation(self, inputs: SegmentInputs, gold: Tree, end_tag: int,
                    multiroot: bool = False) -> Derivation:
         """The oracle derivation of the tree ``gold`` as the arrays training
         reads, walked on the compiled configurations (whose tag ids are the

@@ -410,3 +410,19 @@ def test_package_builds_a_loadable_package_with_the_measured_scores(tmp_path):
     msg = _error(["package", model, tmp_path / "p2", "--name", "x", "--metrics",
                   tmp_path / "nothing.json"])
     assert "metrics JSON not found" in msg
+
+
+def test_timed_train_shorter_than_the_evaluation_interval_scores_its_last_step(tmp_path, monkeypatch):
+    from spacy_isbn.evaluation import benchmark as bm
+
+    config = tmp_path / "c.cfg"
+    config.write_text("[training]\neval_frequency = 200\nmax_steps = 2400\n", encoding="utf8")
+    calls = []
+    monkeypatch.setattr(bm, "timed_train", lambda *a, **kw: calls.append(kw["overrides"]))
+    main(["timed-train", str(config), str(tmp_path / "out"), "--max-steps", "50"])
+    main(["timed-train", str(config), str(tmp_path / "out"), "--max-steps", "400"])
+    main(["timed-train", str(config), str(tmp_path / "out"), "--max-steps", "50",
+          "--set", "training.eval_frequency=25"])
+    assert calls == [["training.eval_frequency=50"], [], ["training.eval_frequency=25"]]
+    assert "--set 'x': give KEY=VALUE" in _error(["timed-train", config, tmp_path / "o", "--set", "x"])
+    assert "config not found" in _error(["timed-train", tmp_path / "no.cfg", tmp_path / "o"])

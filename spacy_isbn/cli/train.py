@@ -237,11 +237,38 @@ def timed_train_cli(
     timing_out: Optional[Path] = Opt(None, "--timing-out", help="default: OUTPUT/train_timing.json"),
 ):
     """spacy train in a child process, timing each evaluation."""
+    import subprocess
+
     from ..evaluation.benchmark import timed_train
 
-    timed_train(require(config, "config"), output, train=train, dev=dev, gpu_id=gpu_id,
-                max_steps=at_least(max_steps, 0, "--max-steps"), overrides=overrides,
-                timing_out=timing_out)
+    bad = [o for o in overrides if "=" not in o]
+    if bad:
+        raise CliError(f"--set {bad[0]!r}: give KEY=VALUE, e.g. training.eval_frequency=10")
+    overrides = list(overrides) + scored_last_step(require(config, "config"),
+                                                   at_least(max_steps, 0, "--max-steps"), overrides)
+    try:
+        timed_train(config, output, train=train, dev=dev, gpu_id=gpu_id, max_steps=max_steps,
+                    overrides=overrides, timing_out=timing_out)
+    except subprocess.CalledProcessError as err:
+        raise CliError(f"spacy train {config} failed (exit status {err.returncode}): "
+                       "its own message is above") from None
+
+
+def scored_last_step(config: Path, max_steps: int, overrides: Sequence[str]) -> List[str]:
+    """The override that has dev scored at the last step when ``max_steps``
+    is below the config's evaluation interval: otherwise no trained step is
+    ever scored and model-best stays the untrained model."""
+    if any(o.startswith("training.eval_frequency=") for o in overrides):
+        return []
+    try:
+        every = int(spacy.util.load_config(config, interpolate=False)["training"]["eval_frequency"])
+    except (KeyError, ValueError, TypeError):
+        return []
+    if 0 < max_steps < every:
+        print(f"max_steps {max_steps} is below eval_frequency {every}: dev is scored every "
+              f"{max_steps} steps instead, so model-best is a trained model")
+        return [f"training.eval_frequency={max_steps}"]
+    return []
 
 
 @app.command("jackknife")

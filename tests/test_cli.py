@@ -424,5 +424,28 @@ def test_timed_train_shorter_than_the_evaluation_interval_scores_its_last_step(t
     main(["timed-train", str(config), str(tmp_path / "out"), "--max-steps", "50",
           "--set", "training.eval_frequency=25"])
     assert calls == [["training.eval_frequency=50"], [], ["training.eval_frequency=25"]]
+    # the untrained step 0 scored best: model-best becomes what was trained
+    out = tmp_path / "out"
+    for name in ("model-best", "model-last"):
+        (out / name).mkdir(parents=True, exist_ok=True)
+        (out / name / "which").write_text(name)
+    monkeypatch.setattr(bm, "timed_train", lambda *a, **kw: {"best_step": 0, "last_step": 50})
+    main(["timed-train", str(config), str(out), "--max-steps", "50"])
+    assert (out / "model-best" / "which").read_text() == "model-last"
     assert "--set 'x': give KEY=VALUE" in _error(["timed-train", config, tmp_path / "o", "--set", "x"])
     assert "config not found" in _error(["timed-train", tmp_path / "no.cfg", tmp_path / "o"])
+
+
+def test_raw_text_conll_out_is_valid_conllu_whatever_the_sentences(tmp_path):
+    from .conllu_check import conllu_problems
+
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "3"])
+    model = tmp_path / "model"
+    _train_tiny(corpus, model)
+    out = tmp_path / "parsed.conllu"
+    main(["evaluate", str(model), str(corpus), str(tmp_path / "m.json"), "--pipeline-tags",
+          "--parser-sentences", "--beam-width", "1", "--conll-out", str(out)])
+    assert conllu_problems(out.read_text(encoding="utf8")) == []
+    assert [w for s in read_conll(out) for w in s.words] == \
+        [w for s in read_conll(FIXTURES / "tiny.conllu") for w in s.words]

@@ -20,6 +20,8 @@ from spacy_isbn.corpus import (
     sentences_to_docs,
 )
 
+from .conllu_check import conllu_problems
+
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY_U = FIXTURES / "tiny.conllu"
 TINY_X = FIXTURES / "tiny.conllx"
@@ -39,7 +41,11 @@ def to_docs(path, vocab, n_sents=10):
 def assert_round_trip(path, docs, tmp_path, fmt):
     out = tmp_path / f"out.{fmt}"
     docs_to_conll(docs, out, fmt=fmt)
-    assert out.read_text(encoding="utf-8").rstrip("\n") == path.read_text(encoding="utf-8").rstrip("\n")
+    expected = path.read_text(encoding="utf-8")
+    if fmt == "conllu":  # the fixture's third sentence has no comments: it gets an id and its text
+        expected = expected.replace("\n\n1\tSam", "\n\n# sent_id = 3\n# text = Sam sleeps.\n1\tSam")
+        assert conllu_problems(out.read_text(encoding="utf-8")) == []
+    assert out.read_text(encoding="utf-8").rstrip("\n") == expected.rstrip("\n")
 
 
 @pytest.mark.parametrize("path,fmt", [(TINY_U, "conllu"), (TINY_X, "conllx")])
@@ -154,13 +160,17 @@ def test_writer_without_user_data(vocab, tmp_path):
     out = tmp_path / "out.conllu"
     assert docs_to_conll(docs, out) == 3
     blocks = out.read_text().rstrip("\n").split("\n\n")
-    first = [line.split("\t") for line in blocks[0].splitlines()]
+    # a valid CoNLL-U sentence: its id and text regenerated from the Doc
+    assert blocks[0].splitlines()[:2] == ["# sent_id = 1", "# text = don't go there, Sam!"]
+    assert conllu_problems(out.read_text()) == []
+    first = [line.split("\t") for line in blocks[0].splitlines() if not line.startswith("#")]
     assert first[0][:9] == ["1", "do", "do", "AUX", "VBP", "Mood=Imp|VerbForm=Fin", "3", "aux", "_"]
     assert first[0][9] == "SpaceAfter=No"  # inside "don't"
     assert first[3][9] == "SpaceAfter=No" and first[4][5] == "_" and first[6][9] == "_"
     raw = Doc(vocab, words=["a", "b"])
     docs_to_conll([raw], out)
-    assert [line.split("\t")[6] for line in out.read_text().splitlines() if line] == ["0", "0"]
+    assert [line.split("\t")[6] for line in out.read_text().splitlines()
+            if line and not line.startswith("#")] == ["0", "0"]
 
 
 # CoNLL-X with both tag columns: CPOSTAG two letters, POSTAG the full PAROLE tag
@@ -232,7 +242,9 @@ def test_writer_keeps_the_parsers_sentences(vocab, tmp_path):
     lines = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines() if line]
     source = [line.split("\t") for line in TINY_X.read_text(encoding="utf-8").splitlines() if line]
     assert [line[0] for line in lines] == [str(i) for i in range(1, 6)] + [str(i) for i in range(1, 11)]
-    assert [line[1:6] + line[8:] for line in lines] == [line[1:6] + line[8:] for line in source]
+    assert [line[1:6] for line in lines] == [line[1:6] for line in source]
+    # PHEAD / PDEPREL name tokens of the file's sentences: not of sentences found across them
+    assert {tuple(line[8:]) for line in lines} == {("_", "_")}
 
 
 def test_writer_keeps_multiword_tokens_inside_a_found_sentence(vocab, tmp_path):
@@ -241,7 +253,11 @@ def test_writer_keeps_multiword_tokens_inside_a_found_sentence(vocab, tmp_path):
     out = tmp_path / "out.conllu"
     assert docs_to_conll([doc], out) == 2
     text = out.read_text(encoding="utf-8")
-    assert "1-2\tdon't" in text and "#" not in text  # comments belong to the file's sentences
+    assert "1-2\tdon't" in text and "tiny-1" not in text  # comments belong to the file's sentences
+    # a sentence found across the file's gets its own id and text, as CoNLL-U asks
+    assert text.startswith("# sent_id = 1\n# text = don't go there, Sam! And\n")
+    assert f"# sent_id = 2\n# text = {doc[8:].text.rstrip()}\n" in text
+    assert conllu_problems(text) == []
     assert [s.words for s in read_conll(out)] == [[t.text for t in doc[:8]], [t.text for t in doc[8:]]]
 
 

@@ -247,11 +247,25 @@ def timed_train_cli(
     overrides = list(overrides) + scored_last_step(require(config, "config"),
                                                    at_least(max_steps, 0, "--max-steps"), overrides)
     try:
-        timed_train(config, output, train=train, dev=dev, gpu_id=gpu_id, max_steps=max_steps,
-                    overrides=overrides, timing_out=timing_out)
+        result = timed_train(config, output, train=train, dev=dev, gpu_id=gpu_id,
+                             max_steps=max_steps, overrides=overrides, timing_out=timing_out)
     except subprocess.CalledProcessError as err:
         raise CliError(f"spacy train {config} failed (exit status {err.returncode}): "
                        "its own message is above") from None
+    if result and result.get("best_step") == 0 and result.get("last_step", 0) > 0:
+        keep_trained_model(Path(output), result["last_step"])
+
+
+def keep_trained_model(output: Path, steps: int) -> None:
+    """model-best is the untrained step 0 (it scored best on dev): replace it
+    by model-last, so that what was trained is what the next steps use."""
+    best, last = output / "model-best", output / "model-last"
+    if not last.exists():
+        return
+    shutil.rmtree(best, ignore_errors=True)
+    shutil.copytree(last, best)
+    print(f"warning: no trained step scored better on dev than the untrained model; "
+          f"{best} is now model-last ({steps} steps). Train longer for a useful model.")
 
 
 def scored_last_step(config: Path, max_steps: int, overrides: Sequence[str]) -> List[str]:

@@ -400,13 +400,15 @@ def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu") -> i
     count = 0
     with _atomic_open(output_path, "w") as out:
         for doc in docs:
-            for lines in _doc_blocks(doc, fmt):
-                out.write("\n".join(lines) + "\n\n")
+            for span, record, own in _doc_blocks(doc, fmt):
                 count += 1
+                out.write("\n".join(_sentence_lines(span, record, fmt, count, own)) + "\n\n")
     return count
 
 
-def _doc_blocks(doc: Doc, fmt: str) -> Iterator[list[str]]:
+def _doc_blocks(doc: Doc, fmt: str) -> Iterator[tuple[Span, dict | None, bool]]:
+    """Per sentence to write: its span, the input's columns for its tokens,
+    and whether they are one input sentence's own (same tokens)."""
     original = doc.user_data.get(SENTENCES_KEY)
     if original is None:
         if doc.has_annotation("SENT_START"):
@@ -424,10 +426,9 @@ def _doc_blocks(doc: Doc, fmt: str) -> Iterator[list[str]]:
     parsed = doc._.get(SENTENCES_KEY) if Doc.has_extension(SENTENCES_KEY) else None
     for start, end in original if parsed is None else [(int(s), int(e)) for s, e, *_ in parsed]:
         if (start, end) in by_span:
-            record = by_span[(start, end)]
+            yield doc[start:end], by_span[(start, end)], True
         else:
-            record = _record_slice(original, records, start, end) if conll else None
-        yield _sentence_lines(doc[start:end], record, fmt)
+            yield doc[start:end], _record_slice(original, records, start, end) if conll else None, False
 
 
 def _record_slice(original: list[tuple[int, int]], records: list[dict], start: int, end: int) -> dict:
@@ -450,8 +451,16 @@ def _record_slice(original: list[tuple[int, int]], records: list[dict], start: i
     return record
 
 
-def _sentence_lines(span: Span, record: dict | None, fmt: str) -> list[str]:
+def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
+                    own: bool = True) -> list[str]:
+    """The lines of one sentence as parsed.  What came with the input stays
+    only where it still fits the predicted sentence (``own``: the input
+    sentence had the same tokens): its comments (``# text`` regenerated) and
+    its DEPS where every head they name exists (else ``_``).  A sentence
+    without them gets ``# sent_id = number`` and its ``# text``, so the
+    CoNLL-U stays valid."""
     n = len(span)
+    from_input = own and record is not None
     if record is None:
         record = _columns_from_tokens(span, fmt)
     elif len(record["lemma"]) != n:
@@ -463,10 +472,21 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str) -> list[str]:
     multiword: dict[int, tuple[int, str, str]] = {}
     empty: dict[int, list[str]] = {}
     if fmt == "conllu":
-        lines += record.get("comments", [])
+        text = span.text.rstrip()
+        # the input sentence's comments (its text regenerated), else an id and the text
+        comments = [c if not c.startswith("# text =") else f"# text = {text}"
+                    for c in (record.get("comments", []) if from_input else [])]
+        if not any(c.startswith("# sent_id =") for c in comments):
+            comments.insert(0, f"# sent_id = {number}")
+        if not any(c.startswith("# text =") for c in comments):
+            comments.append(f"# text = {text}")
+        lines += comments
         multiword = {first: (last, form, misc) for first, last, form, misc in record.get("multiword", [])}
         for line in record.get("empty", []):
             empty.setdefault(int(line.split(".", 1)[0]), []).append(line)
+    # the node ids a DEPS head may name: ROOT, the words, the empty nodes
+    nodes = {str(k) for k in range(n + 1)} | {line.split("\t", 1)[0] for lines in empty.values()
+                                              for line in lines}
     for i, token in enumerate(span):
         lines += empty.get(i, [])
         if i in multiword:
@@ -474,6 +494,15 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str) -> list[str]:
             lines.append("\t".join([f"{i + 1}-{last + 1}", form] + ["_"] * 7 + [misc]))
         head = token.head.i
         head_id = head - span.start + 1 if head != token.i and span.start <= head < span.end else 0
+        deprel = token.dep_ or "_"
+        # DEPS (CoNLL-X: PHEAD, with PDEPREL in MISC) name nodes of the input sentence
+        deps, misc = (record["deps"][i], record["misc"][i]) if own else ("_", "_")
+        if deps != "_" and not all(h.partition(":")[0] in nodes for h in deps.split("|")):
+            deps = "_"
+        if fmt == "conllu" and not own:
+            misc = record["misc"][i]  # SpaceAfter and the like belong to the token
+        elif fmt == "conllx" and deps == "_":
+            misc = "_"
         lines.append(
             "\t".join(
                 [
@@ -484,9 +513,9 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str) -> list[str]:
                     record["xpos"][i],
                     record["feats"][i],
                     str(head_id),
-                    token.dep_ or "_",
-                    record["deps"][i],
-                    record["misc"][i],
+                    deprel,
+                    deps,
+                    misc,
                 ]
             )
         )

@@ -449,3 +449,27 @@ def test_raw_text_conll_out_is_valid_conllu_whatever_the_sentences(tmp_path):
     assert conllu_problems(out.read_text(encoding="utf8")) == []
     assert [w for s in read_conll(out) for w in s.words] == \
         [w for s in read_conll(FIXTURES / "tiny.conllu") for w in s.words]
+
+
+def test_unusable_inputs_and_outputs_are_one_line_before_any_work(tmp_path):
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus)])
+    model = tmp_path / "model"
+    _train_tiny(corpus, model)
+    assert "is a directory: give a file name" in _error(
+        ["convert", FIXTURES / "tiny.conllu", tmp_path])
+    assert "is a directory: give a file name" in _error(
+        ["evaluate", model, corpus, tmp_path])
+    assert "--conll-out" in _error(["evaluate", model, corpus, tmp_path / "m.json",
+                                    "--conll-out", tmp_path])
+    assert not (tmp_path / "m.json").exists()
+    assert "is a CoNLL file: convert it to .spacy first" in _error(
+        ["evaluate", model, FIXTURES / "tiny.conllu", tmp_path / "m.json"])
+    truncated = tmp_path / "cut.spacy"
+    truncated.write_bytes(corpus.read_bytes()[:40])
+    assert "is not a readable .spacy corpus" in _error(["evaluate", model, truncated, tmp_path / "m.json"])
+    latin = tmp_path / "latin.conllu"
+    latin.write_bytes((FIXTURES / "tiny.conllu").read_text(encoding="utf8")
+                      .replace("Sam", "Sämi").encode("latin-1"))
+    assert _error(["convert", latin, tmp_path / "l.spacy"]).startswith(f"error: {latin}:2: not UTF-8")
+    assert "is a directory, not a text file" in _error(["convert", tmp_path, tmp_path / "x.spacy"])

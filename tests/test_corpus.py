@@ -11,6 +11,7 @@ import spacy_isbn.pipes.isbn_parser  # noqa: F401  (registers doc._.isbn_sentenc
 from spacy_isbn.corpus import (
     CONLLX_TAGS,
     ConllFormatError,
+    CorpusFormatError,
     convert,
     docs_to_conll,
     morph_for_spacy,
@@ -323,3 +324,21 @@ def test_real_treebank_round_trip(relpath, fmt, tmp_path):
     docs = list(DocBin().from_disk(spacy_file).get_docs(spacy.blank("xx").vocab))
     assert sum(len(d.user_data["isbn_sentences"]) for d in docs) == n
     assert_round_trip(path, docs, tmp_path, fmt)
+
+
+def test_utf8_with_bom_or_crlf_reads_and_other_encodings_fail_in_one_line(vocab, tmp_path):
+    text = TINY_U.read_text(encoding="utf-8")
+    expected = [s.words for s in read_conll(TINY_U)]
+    for name, data in (("bom.conllu", b"\xef\xbb\xbf" + text.encode("utf-8")),
+                       ("crlf.conllu", text.replace("\n", "\r\n").encode("utf-8"))):
+        (tmp_path / name).write_bytes(data)
+        assert [s.words for s in read_conll(tmp_path / name)] == expected
+        assert convert(tmp_path / name, tmp_path / f"{name}.spacy") == 3
+    latin = tmp_path / "latin1.conllu"
+    latin.write_bytes(text.replace("Sam", "Sämi").encode("latin-1"))
+    with pytest.raises(CorpusFormatError) as err:
+        list(read_conll(latin))
+    assert str(err.value).startswith(f"{latin}:2: not UTF-8 text (byte 0xe4 at column 27)")
+    with pytest.raises(CorpusFormatError):
+        convert(latin, tmp_path / "out.spacy")
+    assert not (tmp_path / "out.spacy").exists()

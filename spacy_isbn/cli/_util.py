@@ -46,6 +46,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         sys.exit(f"error: {err.format_message()}")
     except typer.Abort:
         sys.exit("error: aborted")
+    except OSError as err:  # a file that cannot be read or written (permissions, space, ...)
+        name = f"{err.filename}: " if err.filename else ""
+        sys.exit(f"error: {name}{err.strerror or err}")
     if isinstance(code, int) and code:
         sys.exit(code)
 
@@ -55,6 +58,14 @@ def require(path: Path, what: str) -> Path:
     if not Path(path).exists():
         raise CliError(f"{what} not found: {path}")
     return Path(path)
+
+
+def output_file(path: Optional[Path], what: str = "output") -> Optional[Path]:
+    """``path``, a file to write (it may exist); refused up front when it is a
+    directory, before any work is done."""
+    if path is not None and Path(path).is_dir():
+        raise CliError(f"{what} {path} is a directory: give a file name")
+    return path
 
 
 def numbers(text: str, option: str, kind=float, minimum=None) -> list:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..corpus.fetch import asset_meta
-from ._util import Arg, CliError, Opt, app, at_least, numbers, require
+from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
 from .data import CONLLX_TAGS_HELP, conllx_tags_option
 
 
@@ -41,7 +41,8 @@ def raw_benchmark_cli(
         raise CliError("give --isbn-model, --baseline-model or --generative-model")
     if documents is None and treebank is not None:
         documents = document_list(treebank, data_dir)
-    raw_text.run(require(test, "test file"), systems, output, markdown=markdown,
+    raw_text.run(require(test, "test file"), systems, output_file(output),
+                 markdown=output_file(markdown, "--markdown"),
                  documents=documents, batch_size=at_least(batch_size, 1, "--batch-size"))
 
 
@@ -65,7 +66,7 @@ def approximation_speed_cli(
         model, dev, train, beams=numbers(beams, "--beams", int, 1),
         iterations=at_least(iterations, 1, "--iterations"),
         parse_words=at_least(parse_words, 1, "--parse-words"),
-        train_words=at_least(train_words, 1, "--train-words")), output)
+        train_words=at_least(train_words, 1, "--train-words")), output_file(output))
 
 
 @app.command("benchmark")

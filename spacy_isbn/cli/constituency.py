@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import srsly
 
-from ._util import Arg, CliError, Opt, app, at_least, numbers, require
+from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
 
 DEFAULT_VARIANTS = "h1,h2,h1-parent,h2-parent"
 
@@ -38,6 +38,7 @@ def constituency_baselines_cli(
     from ..constituency.evaluate import run_baselines
 
     require(corpus_dir, "corpus directory")
+    output_file(output)
     result = run_baselines(corpus_dir, variants=variants.split(","),
                            curve=numbers(curve, "--curve", float, 0), log=print)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -62,6 +63,7 @@ def constituency_evaluate_cli(
     """Parse a split with a trained isbn_constituency and add its PARSEVAL row to a JSON file of rows."""
     from ..constituency.evaluate import evaluate_isbn
 
+    output_file(output)
     if approximation not in ("", "feedforward", "meanfield"):
         raise CliError(f"--approximation {approximation!r}: feedforward or meanfield")
     row = evaluate_isbn(require(model, "pipeline"), require(data, "corpus"), system, split,
@@ -87,6 +89,7 @@ def constituency_report_cli(
     """Baselines + other systems' rows -> JSON and Markdown."""
     from ..constituency.report import build_report, read_rows, write_report
 
+    output_file(output_json, "OUTPUT_JSON"), output_file(output_md, "OUTPUT_MD")
     report = build_report(srsly.read_json(require(baselines, "baselines JSON")), read_rows(rows))
     output_json.parent.mkdir(parents=True, exist_ok=True)
     write_report(report, output_json, output_md)

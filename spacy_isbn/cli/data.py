@@ -6,9 +6,9 @@
 from pathlib import Path
 from typing import Optional
 
-from ..corpus.conll import CONLLX_TAGS, convert
+from ..corpus.conll import CONLLX_TAGS, convert, read_text
 from ..corpus.fetch import SPLITS, asset_meta, fetch
-from ._util import Arg, CliError, Opt, app, at_least, require
+from ._util import Arg, CliError, Opt, app, at_least, output_file, require
 
 TREEBANK_HELP = "ewt (= UD_English-EWT), ddt (Danish, CoNLL-X) or a UD treebank, e.g. UD_Dutch-LassySmall"
 CONLLX_TAGS_HELP = ("CoNLL-X only: the tag column that becomes token.tag_, and after '+' the one also "
@@ -45,7 +45,7 @@ def convert_cli(
     """Convert a CoNLL-X/CoNLL-U file to a .spacy corpus."""
     if fmt not in ("auto", "conllu", "conllx"):
         raise CliError(f"--format {fmt!r}: one of auto, conllu, conllx")
-    n = convert(require(input, "CoNLL file"), output, n_sents=at_least(n_sents, 1, "--n-sents"),
+    n = convert(require(input, "CoNLL file"), output_file(output), n_sents=at_least(n_sents, 1, "--n-sents"),
                 fmt=fmt, lang=lang, conllx_tags=conllx_tags_option(conllx_tags))
     print(f"{input}: {n} sentences -> {output}")
 
@@ -53,7 +53,7 @@ def convert_cli(
 def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: float) -> None:
     """Hold out the last ``dev_fraction`` of a treebank's sentences as dev (the
     Danish DDT has no dev split; the paper held out part of train)."""
-    blocks = require(input_path, "CoNLL file").read_text(encoding="utf8").strip("\n").split("\n\n")
+    blocks = read_text(require(input_path, "CoNLL file")).strip("\n").split("\n\n")
     n_dev = max(1, int(round(len(blocks) * dev_fraction)))
     for path, part in ((train_out, blocks[:-n_dev]), (dev_out, blocks[-n_dev:])):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -75,7 +75,8 @@ def split_cli(
     dev_fraction: float = Opt(0.05, "--dev-fraction", help="the share of sentences held out"),
 ):
     """Hold out the end of a CoNLL file as dev."""
-    split_dev(input, train_out, dev_out, dev_fraction_option(dev_fraction))
+    split_dev(input, output_file(train_out, "TRAIN_OUT"), output_file(dev_out, "DEV_OUT"),
+              dev_fraction_option(dev_fraction))
 
 
 def prepare(treebank: str, asset_dir: Path, corpus_dir: Path, dev_fraction: float,

@@ -8,7 +8,7 @@ from typing import List
 
 import srsly
 
-from ._util import Arg, CliError, app
+from ._util import Arg, CliError, app, output_file
 
 # (file in metrics/, section title, the project command that writes it)
 REPORTS = [
@@ -101,4 +101,4 @@ def results_doc_cli(
     output: Path = Arg(Path("docs/results.md"), help="the Markdown file to write"),
 ):
     """Write docs/results.md from the measured reports in metrics/."""
-    results_doc(metrics_dir, output)
+    results_doc(metrics_dir, output_file(output))

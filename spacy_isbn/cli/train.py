@@ -14,13 +14,12 @@ from typing import List, Optional, Sequence
 
 import spacy
 import srsly
-from spacy.tokens import DocBin
 
-from ..corpus.conll import docs_to_conll
+from ..corpus.conll import docs_to_conll, read_docbin
 from ..corpus.fetch import asset_meta
 from ..corpus.readers import gold_tagged_doc, sentence_starts
 from ..evaluation.metrics import score_conll18, score_dependencies
-from ._util import Arg, CliError, Opt, app, at_least, numbers, require
+from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
 from .data import TREEBANK_HELP
 
 
@@ -89,7 +88,7 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
         raise CliError("give at least one weight")
     name = names[0]
     reranker = nlp.get_pipe(name)
-    refs = list(DocBin().from_disk(require(dev, "corpus")).get_docs(nlp.vocab))
+    refs = read_docbin(require(dev, "corpus"), nlp.vocab)
     inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
                                spaces=[bool(t.whitespace_) for t in d]) for d in refs]
     with nlp.select_pipes(disable=[name]):
@@ -138,7 +137,7 @@ def evaluate(
         raise CliError(f"{model}: no parser component to evaluate "
                        f"(components: {', '.join(nlp.pipe_names) or 'none'})")
     parser_name = parser_names[0]
-    refs = list(DocBin().from_disk(require(data, "corpus")).get_docs(nlp.vocab))
+    refs = read_docbin(require(data, "corpus"), nlp.vocab)
     parser = nlp.get_pipe(parser_name)
     if beam_width is not None:
         parser.cfg["beam_width"] = beam_width
@@ -207,7 +206,7 @@ def train_config_cli(
     asset_dir: Optional[Path] = Opt(None, "--asset-dir", help="holds fetch's meta.json (default: assets/TREEBANK)"),
 ):
     """A treebank's training config: configs/TREEBANK.cfg, else configs/ewt.cfg in its language."""
-    train_config(treebank, output, config_dir=config_dir, asset_dir=asset_dir)
+    train_config(treebank, output_file(output), config_dir=config_dir, asset_dir=asset_dir)
 
 
 @app.command("baseline-config")
@@ -339,6 +338,7 @@ def evaluate_cli(
     """Parse a .spacy file and write metrics JSON."""
     if tagging not in (None, "pipeline", "joint", "auto"):
         raise CliError(f"--tagging {tagging!r}: one of pipeline, joint, auto")
-    evaluate(model, data, output, gold_tags=not pipeline_tags, gold_sentences=not parser_sentences,
-             beam_width=at_least(beam_width, 1, "--beam-width"), conll_out=conll_out,
+    evaluate(model, data, output_file(output), gold_tags=not pipeline_tags, gold_sentences=not parser_sentences,
+             beam_width=at_least(beam_width, 1, "--beam-width"),
+             conll_out=output_file(conll_out, "--conll-out"),
              tagging=tagging, disable=[n for n in disable.split(",") if n])

@@ -66,6 +66,47 @@ class ConllFormatError(CorpusFormatError):
     """A malformed CoNLL file."""
 
 
+def text_lines(path) -> Iterator[str]:
+    """The lines of a UTF-8 text file (a byte-order mark is dropped), lazily;
+    anything else is one error naming the file, line and column."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a text file")
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.endswith(b"\r\n"):
+                raw = raw[:-2] + b"\n"
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise CorpusFormatError(
+                    path, lineno, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                    f"{err.start + 1}): convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8"
+                ) from None
+
+
+def read_docbin(path, vocab) -> list[Doc]:
+    """The docs of a ``.spacy`` corpus; anything else (a CoNLL file, a
+    truncated file) is one error saying what to do."""
+    path = Path(path)
+    if path.suffix in (".conllu", ".conll", ".conllx"):
+        raise UserError(f"{path} is a CoNLL file: convert it to .spacy first "
+                        f"(spacy-isbn convert {path} {path.with_suffix('.spacy')})")
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a .spacy corpus")
+    try:
+        return list(DocBin().from_disk(path).get_docs(vocab))
+    except (ValueError, KeyError, TypeError) as err:
+        raise UserError(f"{path} is not a readable .spacy corpus ({err})") from None
+
+
+def read_text(path) -> str:
+    """A whole UTF-8 text file (see :func:`text_lines`)."""
+    return "".join(text_lines(path))
+
+
 @dataclass
 class ConllSentence:
     """One sentence as written in the file: raw column strings, except FEATS ('_' -> '')
@@ -104,25 +145,23 @@ def resolve_format(path, fmt: str = "auto") -> str:
         return "conllu"
     if suffix in (".conll", ".conllx"):
         return "conllx"
-    with open(path, encoding="utf-8") as f:
-        return "conllu" if any(_CONLLU_HINT.match(line) for line in f) else "conllx"
+    return "conllu" if any(_CONLLU_HINT.match(line) for line in text_lines(path)) else "conllx"
 
 
 def _read(path, fmt: str) -> Iterator[ConllSentence]:
-    with open(path, encoding="utf-8") as f:
-        block: list[str] = []
-        start = 0
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if line.strip():
-                if not block:
-                    start = lineno
-                block.append(line)
-            elif block:
-                yield _parse_block(path, start, block, fmt)
-                block = []
-        if block:
+    block: list[str] = []
+    start = 0
+    for lineno, line in enumerate(text_lines(path), 1):
+        line = line.rstrip("\r\n")
+        if line.strip():
+            if not block:
+                start = lineno
+            block.append(line)
+        elif block:
             yield _parse_block(path, start, block, fmt)
+            block = []
+    if block:
+        yield _parse_block(path, start, block, fmt)
 
 
 def _parse_block(path, start: int, lines: list[str], fmt: str) -> ConllSentence:

@@ -20,7 +20,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
-from .conll import CorpusFormatError
+from .conll import CorpusFormatError, read_text
 
 TREE_KEY = "isbn_ptb_tree"
 EMPTY_TAG = "-NONE-"
@@ -123,7 +123,7 @@ def parse_bracketed(text: str, source: str = "<string>") -> List[Tree]:
 
 def read_ptb(path) -> List[Tree]:
     """One ``.mrg`` file -> its cleaned trees."""
-    return parse_bracketed(Path(path).read_text(encoding="utf-8"), str(path))
+    return parse_bracketed(read_text(path), str(path))
 
 
 def _parse_raw(text: str, source) -> Iterator[Tuple[Tree, int]]:

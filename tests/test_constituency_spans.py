@@ -8,8 +8,11 @@ from spacy.tokens import Doc, DocBin
 
 from spacy_isbn.corpus.ptb import parse_bracketed
 from spacy_isbn.constituency.spans import doc_trees, set_constituents
+from spacy_isbn.extensions import register_extensions
 
 TREES = "(S (NP (PRP It)) (VP (VBZ works) (ADVP (RB well))) (. .)) (S (VP (VB Go) (NP (-LRB- LRB) (NN home) (-RRB- RRB))))"
+
+register_extensions()
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ unchanged on docs parsed by ``isbn_constituency``.  The semantics are benepar's
 
 The data live in ``doc._._constituent_data`` (benepar's name) as plain lists, so parsed docs
 serialize with ``DocBin(store_user_data=True)``; a benepar ``ConstituentData`` object found
-there is read as well.  ``doc._.isbn_logprob`` holds log P(trees, words).
+there is read as well.  ``doc._.isbn_logprob`` holds log P(trees, words).  The attributes
+are registered by :func:`spacy_isbn.extensions.register_extensions`.
 """
 from __future__ import annotations
 
@@ -203,19 +204,9 @@ def _token_span(token: Token) -> Span:
     return token.doc[token.i: token.i + 1]
 
 
-def install_extensions() -> None:
-    """Register benepar's attributes (replacing benepar's own getters, which cannot read
-    these docs) and ``doc._.isbn_logprob``; idempotent."""
-    if not Doc.has_extension("_constituent_data"):
-        Doc.set_extension("_constituent_data", default=None)
-    for name, getter in (("labels", get_labels), ("parse_string", get_parse_string),
-                         ("constituents", get_constituents), ("parent", get_parent),
-                         ("children", get_children)):
-        Span.set_extension(name, getter=getter, force=True)
-    for name, getter in (("labels", get_labels), ("parse_string", get_parse_string), ("parent", get_parent)):
-        Token.set_extension(name, getter=lambda token, g=getter: g(_token_span(token)), force=True)
-    if not Doc.has_extension("isbn_logprob"):
-        Doc.set_extension("isbn_logprob", default=None)
-
-
-install_extensions()
+# benepar's attributes, registered by spacy_isbn.extensions (replacing benepar's own
+# getters, which cannot read these docs)
+SPAN_GETTERS = {"labels": get_labels, "parse_string": get_parse_string,
+                "constituents": get_constituents, "parent": get_parent, "children": get_children}
+TOKEN_GETTERS = {name: (lambda token, getter=SPAN_GETTERS[name]: getter(_token_span(token)))
+                 for name in ("labels", "parse_string", "parent")}

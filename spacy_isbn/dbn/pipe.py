@@ -26,9 +26,7 @@ from contextlib import contextmanager
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
-import srsly
 from spacy import util
-from spacy.attrs import DEP, HEAD
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.scorer import Scorer
@@ -38,6 +36,8 @@ from spacy.vocab import Vocab
 
 from ..corpus.conll import SENTENCES_KEY
 from ..corpus.headrules import PUNCT_TAGS
+from ..extensions import register_extensions
+from ..pipes.base import Part, SavedParts, write_trees
 from ..pipes.projectivity import projectivize
 from .data import Sentence
 from .features import PAPER_VARIABLES, Lexicon, SliceEncoder
@@ -95,9 +95,7 @@ def make_dbn_scorer() -> Callable:
     return dbn_score
 
 
-for _name in ("dbn_logprob", "dbn_kbest"):
-    if not Doc.has_extension(_name):
-        Doc.set_extension(_name, default=None)
+register_extensions()
 
 
 def is_punct_token(token) -> bool:
@@ -115,7 +113,7 @@ def sentence_spans(doc: Doc) -> List[Tuple[int, int]]:
     return [(0, len(doc))] if len(doc) else []
 
 
-class DBNParser(Pipe):
+class DBNParser(SavedParts, Pipe):
     def __init__(self, vocab: Vocab, name: str = "dbn_parser", *,
                  variables: Sequence[str] = PAPER_VARIABLES, n_words: int = 2500,
                  alpha: float = 0.1, backoff: float = 0.0, unk: str = "single", k: int = 1,
@@ -214,10 +212,7 @@ class DBNParser(Pipe):
                     total += trees[0].logprob
                 kbest.append([start, end, [[t.logprob, [keep[h] if h >= 0 else keep[i] for i, h in
                                                         enumerate(t.heads)]] for t in trees]])
-            arr = numpy.zeros((len(doc), 2), dtype="uint64")
-            arr[:, 0] = (heads - numpy.arange(len(doc))).view("uint64")
-            arr[:, 1] = [self.vocab.strings.add(d) for d in deps]
-            doc.from_array([HEAD, DEP], arr)
+            write_trees(doc, heads, deps)
             doc._.dbn_logprob = total
             doc._.dbn_kbest = kbest
 
@@ -251,28 +246,14 @@ class DBNParser(Pipe):
         yield
 
     # -- serialisation -----------------------------------------------------------
-    def _msg(self) -> dict:
+    def saved_parts(self) -> Dict[str, Part]:
+        """cfg, and the lexicon and counts as one part ("tables"): the counts'
+        shapes follow the lexicon."""
+        return {**super().saved_parts(), "tables": Part(self._tables, self._set_tables, "msgpack")}
+
+    def _tables(self) -> dict:
         self._require_model()
         return {"lexicon": self.lexicon.to_dict(), "model": self.model.to_dict()}
 
-    def _load(self, cfg: dict, msg: dict) -> "DBNParser":
-        self.cfg.update(cfg)
+    def _set_tables(self, msg: dict) -> None:
         self._install(Lexicon.from_dict(msg["lexicon"]), LevelModel.from_dict(msg["model"]))
-        return self
-
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg, **self._msg()})
-
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "DBNParser":
-        msg = srsly.msgpack_loads(bytes_data)
-        return self._load(msg["cfg"], msg)
-
-    def to_disk(self, path, *, exclude=tuple()) -> None:
-        path = util.ensure_path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / "cfg", self.cfg)
-        srsly.write_msgpack(path / "tables", self._msg())
-
-    def from_disk(self, path, *, exclude=tuple()) -> "DBNParser":
-        path = util.ensure_path(path)
-        return self._load(srsly.read_json(path / "cfg"), srsly.read_msgpack(path / "tables"))

@@ -14,31 +14,25 @@ extension attributes (``Span._.labels``, ``._.parse_string``,
 ``doc._.isbn_logprob`` (log P(trees, words)).  Training reads the trees that
 ``ptb-convert`` stores with each Doc.
 """
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional
 
-import numpy
-import srsly
 from spacy import util
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
-from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.training import Example
 from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import score_trees
-from ..model.derivation import (
-    Derivation, place_tokens,
-)
-from ..model.isbn import nll_per_word
+from ..extensions import register_extensions
+from ..model.derivation import Derivation, place_tokens
 from ..model.scorer import ISBNScorer
 from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree
-from .objective import Objective
-from .training import update_on_derivations
+from .base import ISBNPipe, Part
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -96,25 +90,19 @@ def make_constituency_scorer() -> Callable:
     return constituency_score
 
 
-if not Doc.has_extension("isbn_logprob"):
-    Doc.set_extension("isbn_logprob", default=None)
+register_extensions()
 
 
-class ISBNConstituency(Objective, TrainablePipe):
+class ISBNConstituency(ISBNPipe):
     def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_constituency", *,
                  beam_width: int = 10, label_top_k: int = 5, cutoff: int = 20,
                  collapse_unaries: bool = False, max_batch_words: int = 2000,
                  scorer: Optional[Callable] = constituency_score):
-        self.vocab = vocab
-        self.model = model
-        self.name = name
-        self.scorer = scorer
-        self.cfg = {"beam_width": beam_width, "label_top_k": label_top_k, "cutoff": cutoff,
-                    "collapse_unaries": collapse_unaries, "max_batch_words": max_batch_words}
-        self.lexicon = Lexicon(cutoff)
+        super().__init__(vocab, model, name, {
+            "beam_width": beam_width, "label_top_k": label_top_k, "cutoff": cutoff,
+            "collapse_unaries": collapse_unaries, "max_batch_words": max_batch_words}, scorer)
+        # the grammar: labels, tags, the labels seen over each symbol and at the root
         self.system: Optional[LeftCornerSystem] = None
-        # the transition system: grammar, features, compiled configurations
-        self.moves: Optional[LeftCornerMoves] = None
 
     # -- inputs ----------------------------------------------------------------
     @staticmethod
@@ -128,33 +116,21 @@ class ISBNConstituency(Objective, TrainablePipe):
                 f"{self.name} reads token.tag_, but the Doc has no TAG annotation "
                 f"({doc.text[:40]!r}...): put a tagger in front of it.")
 
-    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None) -> None:
-        validate_get_examples(get_examples, "ISBNConstituency.initialize")
-        examples = list(get_examples())
+    def _learn_from(self, examples: Iterable[Example]) -> None:
+        """The lexicon and the grammar of the training trees."""
+        examples = list(examples)
         trees = [doc_tree(eg.reference) for eg in examples]
-        lexicon = Lexicon(self.cfg["cutoff"]).build(
-            [self._records(eg.reference) for eg in examples], [])
-        system = LeftCornerSystem.from_trees(trees, self.cfg["collapse_unaries"],
-                                             tags=lexicon.tags)
-        self._set(lexicon, system)
-        self.model.initialize()
+        self._set_lexicon(Lexicon(self.cfg["cutoff"]).build(
+            [self._records(eg.reference) for eg in examples], []))
+        self._set_system(LeftCornerSystem.from_trees(trees, self.cfg["collapse_unaries"],
+                                                     tags=self.lexicon.tags))
 
-    def _set(self, lexicon: Lexicon, system: LeftCornerSystem) -> None:
-        """Size the shared model's heads for the left-corner system and this lexicon."""
-        self.lexicon, self.system = lexicon, system
-        self.moves = LeftCornerMoves(system, lexicon, conditional=not self.generative)
-        spec = self.moves.spec
-        dims = {"nF": self.moves.n_rows, "nL": system.n_labels, **self.word_dims(),
-                "nA": spec.n_actions, "nR": spec.n_relations, "nK": len(spec.labelled_actions)}
-        core = self.core
-        for dim, value in dims.items():
-            core.set_dim(dim, value, force=True)
-        core.attrs.update(
-            bundle_ranges=[list(r) for r in lexicon.bundle_ranges] if self.generative else [],
-            form_ranges=[list(r) for r in lexicon.form_ranges] if self.generative else [],
-            label_masks=self.moves.states().label_mask_table().astype(bool).tolist(),
-            label_blocks=list(spec.label_blocks),
-            vector_columns=[list(c) for c in self.moves.vector_columns()])
+    def _set_system(self, system: LeftCornerSystem) -> None:
+        self.system = system
+        self._moves = None
+
+    def _new_moves(self) -> LeftCornerMoves:
+        return LeftCornerMoves(self.system, self.lexicon, conditional=not self.generative)
 
     # -- training -------------------------------------------------------------
     def _derivations(self, examples: List[Example]) -> List[Derivation]:
@@ -171,18 +147,6 @@ class ISBNConstituency(Objective, TrainablePipe):
             first_token += len(eg.predicted)
             out.append(deriv)
         return out
-
-    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
-               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
-        examples = list(examples)
-        validate_examples(examples, "ISBNConstituency.update")
-        docs = None if self.generative else [eg.predicted for eg in examples]
-        return update_on_derivations(self, examples, self._derivations(examples), sgd=sgd,
-                                     losses=losses, docs=docs)
-
-    def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
-        """Negative log-likelihood of the gold derivations, per word."""
-        return nll_per_word(*scores)
 
     # -- prediction ---------------------------------------------------------------
     def predict(self, docs: Iterable[Doc]) -> List[Optional[SegmentParse]]:
@@ -227,30 +191,11 @@ class ISBNConstituency(Objective, TrainablePipe):
             doc._.isbn_logprob = float(parse.logprob)
 
     # -- serialisation -----------------------------------------------------------
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg, "lexicon": self.lexicon.to_dict(),
-                                    "system": self.system.to_dict(),
-                                    "model": self.model.to_bytes()})
-
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ISBNConstituency":
-        msg = srsly.msgpack_loads(bytes_data)
-        self.cfg.update(msg["cfg"])
-        self._set(Lexicon.from_dict(msg["lexicon"]), LeftCornerSystem.from_dict(msg["system"]))
-        self.model.from_bytes(msg["model"])
-        return self
-
-    def to_disk(self, path, *, exclude=tuple()) -> None:
-        path = util.ensure_path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / "cfg", self.cfg)
-        srsly.write_msgpack(path / "lexicon", self.lexicon.to_dict())
-        srsly.write_json(path / "system", self.system.to_dict())
-        self.model.to_disk(path / "model")
-
-    def from_disk(self, path, *, exclude=tuple()) -> "ISBNConstituency":
-        path = util.ensure_path(path)
-        self.cfg.update(srsly.read_json(path / "cfg"))
-        self._set(Lexicon.from_dict(srsly.read_msgpack(path / "lexicon")),
-                  LeftCornerSystem.from_dict(srsly.read_json(path / "system")))
-        self.model.from_disk(path / "model")
-        return self
+    def saved_parts(self) -> Dict[str, Part]:
+        """The grammar before the model, whose shape it sets."""
+        parts = super().saved_parts()
+        model = parts.pop("model")
+        return {**parts, "system": Part(lambda: self.system.to_dict(),
+                                        lambda msg: self._set_system(LeftCornerSystem.from_dict(msg)),
+                                        "json"),
+                "model": model}

@@ -34,31 +34,29 @@ them when the Doc has them and tags jointly when it has not.
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
-import srsly
 from spacy import util
 from spacy.attrs import DEP, HEAD, LOWER, MORPH, POS, TAG
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
 from spacy.scorer import Scorer
 from spacy.tokens import Doc, Span
-from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.training import Example
 from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
+from ..corpus.conll import SENTENCES_KEY
+from ..extensions import register_extensions
 from ..model.derivation import (
     Derivation, DerivationBatch, chain_derivations, place_tokens, word_batches,
 )
 from ..model.features import JointTables, parse_templates
-from ..model.isbn import nll_per_word
 from ..model.scorer import ISBNScorer
 from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
-from .projectivity import deprojectivize, projectivize
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
 )
-from .objective import Objective
-from .training import update_on_derivations
+from .base import ISBNPipe, write_trees
+from .projectivity import deprojectivize, projectivize
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -72,7 +70,6 @@ init_scale = 0.1
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 TAGGING_MODES = ("auto", "pipeline", "joint")
 CACHE_SIZE = 50000  # derivations kept between updates (tags predicted in training change)
-SENTENCES_KEY = "isbn_sentences"  # the original sentence grouping, set by the corpus reader
 PUNCT_LABELS = ("p", "punct", "pnct")
 
 
@@ -191,36 +188,10 @@ def make_parser_scorer() -> Callable:
     return parser_score
 
 
-def _register_extensions() -> None:
-    for name, default in (
-        ("isbn_logprob", None), ("isbn_words_logprob", None),
-        ("isbn_sentences", None), ("isbn_kbest", None),
-    ):
-        if not Doc.has_extension(name):
-            Doc.set_extension(name, default=default)
-    if not Span.has_extension("isbn_logprob"):
-        Span.set_extension("isbn_logprob", getter=_span_logprob)
+register_extensions()
 
 
-def _span_logprob(span: Span) -> Optional[float]:
-    for start, end, lp in span.doc._.isbn_sentences or ():
-        if start == span.start and end == span.end:
-            return lp
-    return None
-
-
-_register_extensions()
-
-
-def write_trees(doc: Doc, heads: numpy.ndarray, deps: List[str]) -> None:
-    """Set every token's head (absolute index, root = itself) and label at once."""
-    arr = numpy.zeros((len(doc), 2), dtype="uint64")
-    arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
-    arr[:, 1] = [doc.vocab.strings.add(d) for d in deps]
-    doc.from_array([HEAD, DEP], arr)
-
-
-class ISBNParser(Objective, TrainablePipe):
+class ISBNParser(ISBNPipe):
     def __init__(
         self,
         vocab: Vocab,
@@ -245,23 +216,14 @@ class ISBNParser(Objective, TrainablePipe):
             raise ValueError(f"tag_attr must be 'tag' or 'pos', not {tag_attr!r}")
         if tagging not in TAGGING_MODES:
             raise ValueError(f"tagging must be one of {TAGGING_MODES}, not {tagging!r}")
-        self.vocab = vocab
-        self.model = model
-        self.name = name
-        self.scorer = scorer
-        self.cfg = {
+        super().__init__(vocab, model, name, {
             "beam_width": beam_width, "label_top_k": label_top_k,
             "multiroot": multiroot, "tag_attr": tag_attr, "tagging": tagging,
             "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words, "segment_length": segment_length,
             "sentence_kbest": sentence_kbest, "free_end": free_end,
             "boundary_beam": boundary_beam,
-        }
-        self.lexicon = Lexicon(cutoff)
-        self._moves: Optional[ArcEagerMoves] = None
-        self._joint_tables: Optional[JointTables] = None
-        self._cache: Dict[bytes, Optional[Derivation]] = {}
-        self._tag_attrs = ["TAG" if tag_attr == "tag" else "POS"]  # see _set_lexicon
+        }, scorer)
         # seconds of search, and of the model's array work within it (the benchmark's ceiling)
         self.search_timing = {"array_seconds": 0.0, "total_seconds": 0.0}
 
@@ -270,15 +232,10 @@ class ISBNParser(Objective, TrainablePipe):
     def labels(self) -> Tuple[str, ...]:
         return tuple(self.lexicon.labels)
 
-    @property
-    def moves(self) -> ArcEagerMoves:
-        """The transition system: its features over the lexicon, its compiled
-        configurations, its oracle derivations."""
-        if self._moves is None:
-            templates = parse_templates(self.core.attrs["features"])
-            free_end = not self.generative and self.cfg.get("free_end", False)
-            self._moves = ArcEagerMoves(templates, self.lexicon, free_end=free_end)
-        return self._moves
+    def _new_moves(self) -> ArcEagerMoves:
+        templates = parse_templates(self.core.attrs["features"])
+        free_end = not self.generative and self.cfg.get("free_end", False)
+        return ArcEagerMoves(templates, self.lexicon, free_end=free_end)
 
     @property
     def joint_tables(self) -> JointTables:
@@ -397,13 +354,12 @@ class ISBNParser(Objective, TrainablePipe):
         return out
 
     # -- training ---------------------------------------------------------------
-    def initialize(
-        self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None
-    ) -> None:
-        validate_get_examples(get_examples, "ISBNParser.initialize")
+    def _learn_from(self, examples: Iterable[Example]) -> None:
+        """The lexicon: the words, tags and labels (with the kinds of arc each
+        label was seen on) of the complete training trees."""
         sents: List[List[TokenRecord]] = []
         arcs: List[Tuple[str, int]] = []
-        for eg in get_examples():
+        for eg in examples:
             doc = eg.reference
             for (start, end), gold, labels in self._gold_trees(doc):
                 sents.append(self._records(doc[start:end]))
@@ -413,17 +369,14 @@ class ISBNParser(Objective, TrainablePipe):
         if not sents:
             raise ValueError("isbn_parser.initialize: no sentence with a complete dependency tree")
         self._set_lexicon(Lexicon(self.cfg["cutoff"]).build(sents, arcs))
-        self.model.initialize()
 
     def _set_lexicon(self, lexicon: Lexicon) -> None:
-        """Install a lexicon and reset what is derived from it: the feature
-        transition system, the joint-tagging tables, cached derivations, the model's
-        dims, and the token attributes the model reads."""
-        self.lexicon = lexicon
-        self._moves = None
-        self._joint_tables = None
-        self._cache = {}
-        self._set_model_shape()
+        """Install a lexicon and reset what is derived from it: the transition
+        system, the joint-tagging tables, cached derivations and the token
+        attributes the model reads."""
+        super()._set_lexicon(lexicon)
+        self._joint_tables: Optional[JointTables] = None
+        self._cache: Dict[bytes, Optional[Derivation]] = {}
         needed = ["TAG" if self.cfg["tag_attr"] == "tag" else "POS"]
         if self.cfg["tag_attr"] == "tag" and any(lexicon.inputs["pos"]):
             needed.append("POS")
@@ -431,21 +384,6 @@ class ISBNParser(Objective, TrainablePipe):
             needed.append("MORPH")
         # the conditional model reads token vectors, not tags
         self._tag_attrs = needed if self.generative else []
-
-    def _set_model_shape(self) -> None:
-        lex, core = self.lexicon, self.core
-        dims = {"nF": self.moves.n_rows, "nL": lex.n_labels, **self.word_dims()}
-        for dim, value in dims.items():
-            core.set_dim(dim, value, force=True)
-        core.attrs["bundle_ranges"] = [list(r) for r in lex.bundle_ranges] if self.generative else []
-        core.attrs["form_ranges"] = [list(r) for r in lex.form_ranges] if self.generative else []
-        core.attrs["label_masks"] = [list(m) for m in lex.label_kinds]
-        core.attrs["vector_columns"] = [list(c) for c in self.moves.vector_columns()]
-        spec = self.moves.spec
-        for dim, value in (("nA", spec.n_actions), ("nR", spec.n_relations),
-                           ("nK", len(spec.labelled_actions))):
-            core.set_dim(dim, value, force=True)
-        core.attrs["label_blocks"] = list(spec.label_blocks)
 
     def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
         """One derivation per run of consecutive complete sentences of a doc
@@ -524,21 +462,6 @@ class ISBNParser(Objective, TrainablePipe):
                 "parser tags the words itself."
             )
 
-    def update(
-        self,
-        examples: Iterable[Example],
-        *,
-        drop: float = 0.0,
-        sgd=None,
-        losses: Optional[Dict[str, float]] = None,
-    ) -> Dict[str, float]:
-        examples = list(examples)
-        validate_examples(examples, "ISBNParser.update")
-        prepare = (lambda arrays: self._drop_words(arrays.feats, drop)) if drop > 0.0 else None
-        docs = None if self.generative else [eg.predicted for eg in examples]
-        return update_on_derivations(self, examples, self._derivations(examples), sgd=sgd,
-                                     losses=losses, prepare=prepare, docs=docs)
-
     def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:
         """Word dropout: each word-form feature the state conditions on is
         replaced by the unknown form with probability ``rate``, so the model
@@ -551,10 +474,6 @@ class ISBNParser(Objective, TrainablePipe):
         unk = numpy.array([u for _, u in columns], dtype=ids.dtype)
         hit = (numpy.random.random_sample(ids.shape) < rate) & (ids > unk - UNK + ROOT)
         feats[:, :, [c for c, _ in columns]] = numpy.where(hit, unk, ids)
-
-    def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
-        """Negative log-likelihood of the gold derivations, per word."""
-        return nll_per_word(*scores)
 
     # -- prediction ---------------------------------------------------------------
     def _search(self, joint: bool, vectors: Optional[numpy.ndarray] = None,
@@ -707,35 +626,3 @@ class ISBNParser(Objective, TrainablePipe):
             if kinds[LABELS_ROOT][lab] and not kinds[LABELS_LEFT][lab] and not kinds[LABELS_RIGHT][lab]:
                 return name
         return "root"
-
-    # -- serialisation -----------------------------------------------------------
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
-        msg = {
-            "cfg": self.cfg,
-            "lexicon": self.lexicon.to_dict(),
-            "model": self.model.to_bytes(),
-        }
-        return srsly.msgpack_dumps(msg)
-
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ISBNParser":
-        msg = srsly.msgpack_loads(bytes_data)
-        self.cfg.update(msg["cfg"])
-        self._set_lexicon(Lexicon.from_dict(msg["lexicon"]))
-        self.model.from_bytes(msg["model"])
-        return self
-
-    def to_disk(self, path, *, exclude=tuple()) -> None:
-        path = util.ensure_path(path)
-        if not path.exists():
-            path.mkdir(parents=True)
-        srsly.write_json(path / "cfg", self.cfg)
-        srsly.write_msgpack(path / "lexicon", self.lexicon.to_dict())
-        self.model.to_disk(path / "model")
-
-    def from_disk(self, path, *, exclude=tuple()) -> "ISBNParser":
-        path = util.ensure_path(path)
-        self.cfg.update(srsly.read_json(path / "cfg"))
-        self._set_lexicon(Lexicon.from_dict(srsly.read_msgpack(path / "lexicon")))
-        self.model.from_disk(path / "model")
-        return self
-

@@ -26,7 +26,8 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..transitions.arc_eager import sentence_spans_from_heads
-from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score, write_trees
+from .base import write_trees
+from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score
 
 
 @Language.factory(

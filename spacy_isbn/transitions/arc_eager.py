@@ -69,8 +69,13 @@ class ArcEagerMoves(Moves):
         """``free_end``: a sentence may end after any word, its headless words
         attached when it is decoded (the conditional model)."""
         self.n_labels = lex.n_labels
+        self._label_kinds = lex.label_kinds
         self.free_end = free_end
         super().__init__(templates, lex, first_row=self.n_decisions)
+
+    def label_masks(self) -> List[List[bool]]:
+        """Per label kind (left arc, right arc, from the root), the labels seen so."""
+        return [list(kind) for kind in self._label_kinds]
 
     @property
     def n_decisions(self) -> int:

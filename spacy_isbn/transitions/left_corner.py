@@ -318,6 +318,14 @@ class LeftCornerMoves(Moves):
         super().__init__(self.CONDITIONAL_TEMPLATES if conditional else self.TEMPLATES, lex,
                          first_row=system.n_decision_ids + system.n_symbols)
 
+    @property
+    def n_labels(self) -> int:
+        return self.system.n_labels
+
+    def label_masks(self) -> List[List[bool]]:
+        """PROJECT's labels per label kind (see ``label_mask_table``)."""
+        return self.states().label_mask_table().astype(bool).tolist()
+
     def new_states(self, multiroot: bool = False):
         """A fresh arena of the system's configurations (one root node per
         tree: ``multiroot`` does not apply)."""

@@ -9,6 +9,8 @@ an object of the :class:`TransitionSystem` protocol:
 * the feature layout over the model's embedding table: ``templates``,
   ``offsets``, ``n_rows`` (rows the templates take), ``width`` (columns per
   configuration), ``vector_columns()``, ``form_columns()``;
+* ``n_labels`` and ``label_masks()``: the labels and, per label kind, those
+  allowed (with the spec, what the pipe sizes the model by);
 * ``new_states()`` / ``states()``: the compiled configurations, an arena of
   :class:`~spacy_isbn.transitions._arena.StatesArena` (``_arena.pyx`` lists
   its batched calls), and ``start_features(n)`` of a sentence's first state;
@@ -57,6 +59,9 @@ class TransitionSystem(Protocol):
     offsets: List[int]
     n_rows: int
     width: int
+    n_labels: int
+
+    def label_masks(self) -> List[List[bool]]: ...
 
     def new_states(self, multiroot: bool = False): ...
 

@@ -1,0 +1,38 @@
+"""The extension attributes the package's components write, registered in one
+place (what they hold: the docstrings of :mod:`.pipes.isbn_parser`,
+:mod:`.pipes.isbn_constituency`, :mod:`.constituency.spans` and
+:mod:`.dbn.pipe`).  Each component's module calls :func:`register_extensions`
+when it is imported, so a pipeline that holds one has them all."""
+from typing import Optional
+
+from spacy.tokens import Doc, Span, Token
+from spacy.tokens.underscore import get_ext_args
+
+from .constituency.spans import SPAN_GETTERS, TOKEN_GETTERS
+
+DOC_ATTRIBUTES = (
+    "isbn_logprob", "isbn_words_logprob", "isbn_sentences", "isbn_kbest",  # ISBN parsers
+    "_constituent_data",  # isbn_constituency's trees, benepar's name
+    "dbn_logprob", "dbn_kbest",  # dbn_parser
+)
+
+
+def sentence_logprob(span: Span) -> Optional[float]:
+    """``span._.isbn_logprob``: log P(tree, words) of a span that is one parsed
+    sentence, None for any other span."""
+    for start, end, logprob in span.doc._.isbn_sentences or ():
+        if start == span.start and end == span.end:
+            return logprob
+    return None
+
+
+def register_extensions() -> None:
+    """Register every attribute; idempotent: one already registered as here is
+    left alone, one registered otherwise (e.g. by benepar) is replaced."""
+    wanted = [(Doc, name, {"default": None}) for name in DOC_ATTRIBUTES]
+    wanted.append((Span, "isbn_logprob", {"getter": sentence_logprob}))
+    wanted += [(Span, name, {"getter": getter}) for name, getter in SPAN_GETTERS.items()]
+    wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_GETTERS.items()]
+    for cls, name, kwargs in wanted:
+        if cls.get_extension(name) != get_ext_args(**kwargs):
+            cls.set_extension(name, force=True, **kwargs)

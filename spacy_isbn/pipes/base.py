@@ -1,0 +1,240 @@
+"""What the package's components share: :class:`SavedParts`, a component's
+saved state as named parts written and read as spaCy's own pipes do
+(``util.to_bytes``, ``util.to_disk`` and their readers: ``exclude`` leaves a
+part out); :class:`ISBNPipe`, the base of ``isbn_parser`` (and so
+``isbn_reranker``) and ``isbn_constituency``: the objective, the transition
+system over the lexicon, the model sized for both, the training step; and
+:func:`write_trees`, how the dependency parsers write their trees."""
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy
+import srsly
+from spacy import util
+from spacy.attrs import DEP, HEAD
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.vocab import Vocab
+from thinc.api import Model
+
+from ..model.derivation import Derivation, DerivationBatch, word_batches
+from ..model.features import SegmentInputs
+from ..model.isbn import core_of, nll_per_word, project_tokens
+from ..model.lexicon import Lexicon, TokenRecord
+
+WRITERS = {"json": srsly.write_json, "msgpack": srsly.write_msgpack,
+           "bytes": lambda path, data: path.write_bytes(data)}
+READERS = {"json": srsly.read_json, "msgpack": srsly.read_msgpack,
+           "bytes": lambda path: path.read_bytes()}
+
+
+def write_trees(doc: Doc, heads: numpy.ndarray, deps: List[str]) -> None:
+    """Set every token's head (absolute index, root = itself) and label at once."""
+    arr = numpy.zeros((len(doc), 2), dtype="uint64")
+    arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
+    arr[:, 1] = [doc.vocab.strings.add(d) for d in deps]
+    doc.from_array([HEAD, DEP], arr)
+
+
+class Part(NamedTuple):
+    """One part of a component's saved state: its value (msgpack-able), how
+    to set it back, and the format of its file (a key of ``WRITERS``)."""
+    get: Callable[[], Any]
+    set: Callable[[Any], None]
+    file_format: str
+
+
+class SavedParts:
+    """``to_bytes`` / ``from_bytes`` / ``to_disk`` / ``from_disk`` from
+    :meth:`saved_parts`: one msgpack entry or one file per part, set back in
+    their order; a part named in ``exclude`` is left out."""
+
+    def saved_parts(self) -> Dict[str, Part]:
+        return {"cfg": Part(lambda: self.cfg, self.cfg.update, "json")}
+
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        return util.to_bytes({name: part.get for name, part in self.saved_parts().items()},
+                             exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()):
+        util.from_bytes(bytes_data, {name: part.set for name, part in self.saved_parts().items()},
+                        exclude)
+        return self
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        util.to_disk(path, {name: lambda p, part=part: WRITERS[part.file_format](p, part.get())
+                            for name, part in self.saved_parts().items()}, exclude)
+
+    def from_disk(self, path, *, exclude=tuple()):
+        util.from_disk(path, {name: lambda p, part=part: part.set(READERS[part.file_format](p))
+                              for name, part in self.saved_parts().items()}, exclude)
+        return self
+
+
+class ISBNPipe(SavedParts, TrainablePipe):
+    """A pipe whose ``model`` scores the decisions of ``moves``, a transition
+    system over ``lexicon`` (and whatever else :meth:`_new_moves` reads), both
+    learned from the training data at :meth:`initialize`."""
+
+    def __init__(self, vocab: Vocab, model: Model, name: str, cfg: dict,
+                 scorer: Optional[Callable]):
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        self.cfg = cfg
+        self._set_lexicon(Lexicon(cfg["cutoff"]))
+
+    # -- the objective -----------------------------------------------------------
+    @property
+    def core(self) -> Model:
+        """The ISBN layer (the conditional model's ``core``)."""
+        return core_of(self.model)
+
+    @property
+    def generative(self) -> bool:
+        """objective = "generative": P(tree, words); else P(tree | words)."""
+        return self.core.attrs["objective"] == "generative"
+
+    @property
+    def end_tag(self) -> int:
+        """The output tag of end-of-sentence (conditional: 0 is "a word", 1 END)."""
+        return self.lexicon.end_tag if self.generative else 1
+
+    def _inputs(self, records: List[TokenRecord]) -> SegmentInputs:
+        return SegmentInputs(records, self.lexicon, generative=self.generative)
+
+    def token_vectors(self, docs: Sequence[Doc]) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
+        """The conditional model's projected token vectors of ``docs`` and each
+        doc's first row in them (None for the generative model)."""
+        if self.generative:
+            return None
+        return project_tokens(self.model, docs)[:2]
+
+    def piece_vectors(self, vectors, pieces: Sequence[Tuple[int, int, int]]) -> Optional[numpy.ndarray]:
+        """The rows of ``vectors`` (:meth:`token_vectors`) of the pieces
+        ``(doc, start, length)``, in the search's token order."""
+        if vectors is None:
+            return None
+        table, doc_rows = vectors
+        A = len(self.core.attrs["vector_columns"])
+        if not pieces:
+            return table[:0]
+        return numpy.concatenate([table[doc_rows[d] + start * A: doc_rows[d] + (start + n) * A]
+                                  for d, start, n in pieces])
+
+    # -- the transition system and the model's shape -----------------------------
+    @property
+    def moves(self):
+        """The transition system: its features over the lexicon, its compiled
+        configurations, its oracle derivations (built again after the
+        lexicon changes)."""
+        if self._moves is None:
+            self._moves = self._new_moves()
+        return self._moves
+
+    def _new_moves(self):
+        """The transition system of the current lexicon."""
+        raise NotImplementedError
+
+    def _set_lexicon(self, lexicon: Lexicon) -> None:
+        """Install a lexicon; what was derived from the old one goes."""
+        self.lexicon = lexicon
+        self._moves = None
+
+    def _learn_from(self, examples: Iterable[Example]) -> None:
+        """Build the lexicon (and the rest of what ``moves`` reads) from the
+        training examples."""
+        raise NotImplementedError
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None) -> None:
+        validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
+        self._learn_from(get_examples())
+        self._set_model_shape()
+        self.model.initialize()
+
+    def _set_model_shape(self) -> None:
+        """Size the model for the transition system and the lexicon: the dims
+        and tables its weights follow (set before they are made or loaded).
+        The conditional model generates no words, only END beside "a word"."""
+        moves, lex, core = self.moves, self.lexicon, self.core
+        spec = moves.spec
+        generative = self.generative
+        dims = {"nF": moves.n_rows, "nL": moves.n_labels,
+                "nT": len(lex.tags) if generative else 1,
+                "nB": len(lex.bundles) if generative else 0,
+                "nV": len(lex.forms) if generative else 0,
+                "nA": spec.n_actions, "nR": spec.n_relations, "nK": len(spec.labelled_actions)}
+        for dim, value in dims.items():
+            core.set_dim(dim, value, force=True)
+        core.attrs.update(
+            bundle_ranges=[list(r) for r in lex.bundle_ranges] if generative else [],
+            form_ranges=[list(r) for r in lex.form_ranges] if generative else [],
+            label_masks=moves.label_masks(), label_blocks=list(spec.label_blocks),
+            vector_columns=[list(c) for c in moves.vector_columns()])
+
+    # -- training ----------------------------------------------------------------
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One step on the examples' gold derivations, in batches of about
+        ``max_batch_words`` words, one forward and backward pass each.  The
+        conditional model reads the docs' token vectors: all batches go
+        through one forward pass, so tok2vec runs and backpropagates once."""
+        examples = list(examples)
+        validate_examples(examples, f"{type(self).__name__}.update")
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        derivations = self._derivations(examples)
+        if not derivations:
+            return losses
+        batches, n_words = [], []
+        for batch, words in word_batches(derivations, self.cfg["max_batch_words"]):
+            arrays = DerivationBatch.from_derivations(batch)
+            if drop > 0.0:
+                self._drop_words(arrays.feats, drop)
+            batches.append(arrays)
+            n_words.append(words)
+        if self.generative:
+            for arrays, words in zip(batches, n_words):
+                ll, backprop = self.model.begin_update(arrays)
+                loss, d_ll = self.get_loss(examples, (ll, words))
+                backprop(d_ll)
+                losses[self.name] += loss
+        else:
+            lls, backprop = self.model.begin_update(([eg.predicted for eg in examples], batches))
+            d_lls = []
+            for ll, words in zip(lls, n_words):
+                loss, d_ll = self.get_loss(examples, (ll, words))
+                d_lls.append(d_ll)
+                losses[self.name] += loss
+            backprop(d_lls)
+        if sgd is not None:
+            self.finish_update(sgd)
+        return losses
+
+    def _derivations(self, examples: List[Example]) -> List[Derivation]:
+        """The gold derivations of the examples' reference analyses."""
+        raise NotImplementedError
+
+    def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:
+        """Training's ``dropout`` on the features of a batch, in place: none
+        unless the pipe has its own (``isbn_parser``: word dropout)."""
+
+    def get_loss(self, examples, scores) -> Tuple[float, numpy.ndarray]:
+        """Negative log-likelihood of the gold derivations, per word."""
+        return nll_per_word(*scores)
+
+    # -- serialisation ----------------------------------------------------------------
+    def saved_parts(self) -> Dict[str, Part]:
+        """cfg, lexicon, model: the layout of the pipelines saved so far."""
+        return {**super().saved_parts(),
+                "lexicon": Part(lambda: self.lexicon.to_dict(),
+                                lambda msg: self._set_lexicon(Lexicon.from_dict(msg)), "msgpack"),
+                "model": Part(self.model.to_bytes, self._load_model, "bytes")}
+
+    def _load_model(self, data: bytes) -> None:
+        """The weights, once the model is sized for what was loaded before
+        them (as spaCy's parser resizes before loading)."""
+        self._set_model_shape()
+        self.model.from_bytes(data)

@@ -1,7 +1,6 @@
 """Tests for the non-timing logic of spacy_isbn.evaluation.benchmark (no
 model is trained and no timing is asserted)."""
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -14,22 +13,10 @@ from spacy.vocab import Vocab
 
 from spacy_isbn.corpus.conll import read_conll
 from spacy_isbn.evaluation import benchmark as bm
+from spacy_isbn.evaluation import baseline, benchmark_report, documents, speed, training_time
+from spacy_isbn.evaluation import systems as names
 
 from .conftest import TINY_TREEBANK
-
-LOG = """\x1b[38;5;4mℹ Pipeline: ['tok2vec', 'tagger', 'morphologizer', 'parser']\x1b[0m
-\x1b[38;5;4mℹ Initial learn rate: 0.001\x1b[0m
-E    #       LOSS TOK2VEC  LOSS TAGGER  LOSS MORPH...  LOSS PARSER  TAG_ACC  DEP_UAS  DEP_LAS  SCORE 
----  ------  ------------  -----------  -------------  -----------  -------  -------  -------  ------
-  0       0          0.00       157.67         160.08       368.00    30.99     5.95     4.99    0.23
-  1     200         61.62      2276.72        2342.18      3934.94    89.80    70.58    64.58    0.71
-  2     400         60.81      1971.23        2041.70      3244.42    90.19    72.34    66.72    0.74
-  3     600         50.81      1871.23        1941.70      3044.42    90.29    72.30    66.70    0.74
-  4     800         40.81      1771.23        1841.70      2944.42    90.30    71.00    65.00    0.73
-\x1b[38;5;2m✔ Saved pipeline to output directory\x1b[0m
-training/baseline_ewt/model-last
-"""
-
 
 def metrics(las, f1=50.0):
     by_length = {name: {"precision": f1, "recall": f1, "f1": f1, "gold": 10, "pred": 10, "correct": 5}
@@ -42,41 +29,28 @@ def metrics(las, f1=50.0):
 def fake_result(with_isbn_timing=False):
     systems = {}
     for setting in ("gold", "pipeline"):
-        for parser, beam, wps, ratio, las in ((bm.SPACY, None, 10000.0, 1.0, 80.0),
-                                              (bm.ISBN, 1, 500.0, 0.05, 78.0),
-                                              (bm.ISBN, 10, 100.0, 0.01, 81.0)):
-            systems[bm.system_name(parser, beam, setting)] = {
+        for parser, beam, wps, ratio, las in ((names.SPACY, None, 10000.0, 1.0, 80.0),
+                                              (names.ISBN, 1, 500.0, 0.05, 78.0),
+                                              (names.ISBN, 10, 100.0, 0.01, 81.0)):
+            systems[names.system_name(parser, beam, setting)] = {
                 "parser": parser, "beam": beam, "setting": setting, "metrics": metrics(las),
                 "words_per_second": wps, "ratio_to_spacy": ratio,
                 "peak_memory_bytes": 3 * 1024 * 1024}
     timing = {"seconds_total": 100.0, "last_step": 800, "best_step": 600, "best_score": 0.74,
               "seconds_to_best": 80.5, "seconds_to_best_estimate": 75.0}
     return {"treebank": "ewt", "words": 1234, "systems": systems,
-            "training": {bm.TRAINED["baseline"]: timing,
-                         bm.TRAINED["isbn"]: dict(timing) if with_isbn_timing else None},
+            "training": {names.TRAINED["baseline"]: timing,
+                         names.TRAINED["isbn"]: dict(timing) if with_isbn_timing else None},
             "method": {"speed": "median of rounds"}}
 
 
-def test_parse_console_table_reads_rows_with_spaced_headers():
-    rows = bm.parse_console_table(LOG.splitlines())
-    assert [r["step"] for r in rows] == [0, 200, 400, 600, 800]
-    assert [r["epoch"] for r in rows] == [0, 1, 2, 3, 4]
-    assert rows[1]["score"] == pytest.approx(0.71)
-    assert rows[1]["columns"]["LOSS MORPH..."] == pytest.approx(2342.18)
-    assert rows[1]["columns"]["DEP_LAS"] == pytest.approx(64.58)
-    assert rows[0]["seconds"] is None
-
-
-def test_parse_console_table_needs_a_header_and_keeps_times():
-    assert bm.parse_console_table(["  0       0   0.00   0.23"]) == []
-    timed = [(float(i), line) for i, line in enumerate(LOG.splitlines())]
-    rows = bm.parse_console_table(timed)
-    assert [r["seconds"] for r in rows] == [4.0, 5.0, 6.0, 7.0, 8.0]
+ROWS = [{"epoch": e, "step": step, "score": score, "seconds": 10.0 * (e + 4)}
+        for e, (step, score) in enumerate([(0, 0.23), (200, 0.71), (400, 0.74), (600, 0.74),
+                                           (800, 0.73)])]
 
 
 def test_training_timing_latest_of_tied_best_and_estimate():
-    timed = [(float(i) * 10, line) for i, line in enumerate(LOG.splitlines())]
-    out = bm.training_timing(bm.parse_console_table(timed), total_seconds=120.0)
+    out = training_time.training_timing(ROWS, total_seconds=120.0)
     # steps 400 and 600 tie at 0.74: spaCy's model-best is the later one
     assert out["best_step"] == 600 and out["best_score"] == pytest.approx(0.74)
     assert out["last_step"] == 800 and out["evaluations"] == 5
@@ -84,50 +58,63 @@ def test_training_timing_latest_of_tied_best_and_estimate():
     assert out["seconds_to_best_estimate"] == pytest.approx(120.0 * 600 / 800)
 
 
-def test_training_timing_uses_model_best_to_break_printed_ties():
-    rows = bm.parse_console_table(LOG.splitlines())
-    tied = [r for r in rows if r["score"] == max(x["score"] for x in rows)]
-    first = min(tied, key=lambda r: r["step"])
-    performance = {k.lower(): v / 100 for k, v in first["columns"].items()}
-    out = bm.training_timing(rows, total_seconds=120.0, best_performance=performance)
-    assert out["best_step"] == first["step"] != max(r["step"] for r in tied)
+def test_timed_logger_keeps_the_console_table_and_writes_one_line_per_evaluation(tmp_path):
+    import io
+
+    from spacy.util import registry
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tagger")
+    setup = registry.loggers.get(training_time.LOGGER)(timing_path=str(tmp_path / "ev.jsonl"))
+    console = io.StringIO()
+    log_step, finalize = setup(nlp, console, console)
+    for step, score in ((0, 0.1), (200, 0.5)):
+        log_step(None)  # a step without evaluation
+        log_step({"epoch": 1, "step": step, "score": score, "other_scores": {"tag_acc": score, "x": "s"},
+                  "losses": {"tagger": 1.5}, "checkpoints": [], "seconds": 1, "words": 10})
+    finalize()
+    rows = training_time.read_evaluations(tmp_path / "ev.jsonl", started=0.0)
+    assert [(r["step"], r["score"], r["scores"]) for r in rows] == [
+        (0, 0.1, {"tag_acc": 0.1}), (200, 0.5, {"tag_acc": 0.5})]
+    assert rows[0]["seconds"] <= rows[1]["seconds"]
+    assert "TAG_ACC" in console.getvalue()  # spaCy's own table is still printed
 
 
 def test_training_timing_without_rows():
-    out = bm.training_timing([], total_seconds=3.0)
+    out = training_time.training_timing([], total_seconds=3.0)
     assert out["seconds_total"] == 3.0 and out["best_step"] is None
     assert out["seconds_to_best_estimate"] is None
-    only_step0 = bm.training_timing([{"step": 0, "score": 0.1, "seconds": 1.0}], 5.0)
+    only_step0 = training_time.training_timing([{"step": 0, "score": 0.1, "seconds": 1.0}], 5.0)
     assert only_step0["seconds_to_best_estimate"] == 0.0
 
 
 def test_round_robin_rotates_the_start():
-    order = bm.round_robin(["a", "b", "c"], 4)
+    order = speed.round_robin(["a", "b", "c"], 4)
     assert order == [(0, "a"), (0, "b"), (0, "c"), (1, "b"), (1, "c"), (1, "a"),
                      (2, "c"), (2, "a"), (2, "b"), (3, "a"), (3, "b"), (3, "c")]
-    assert bm.round_robin([], 3) == []
-    assert bm.round_robin(["a"], 0) == []
+    assert speed.round_robin([], 3) == []
+    assert speed.round_robin(["a"], 0) == []
 
 
 def test_median_speed_and_ratios():
-    speed = bm.median_speed(1000, [2.0, 1.0, 4.0])
-    assert speed["seconds_median"] == 2.0
-    assert speed["words_per_second"] == pytest.approx(500.0)
-    assert speed["words_per_second_rounds"] == pytest.approx([500.0, 1000.0, 250.0])
-    assert bm.median_speed(10, [])["words_per_second"] is None
-    ratios = bm.speed_ratios({"spacy": 1000.0, "isbn": 250.0, "none": None}, "spacy")
+    median = speed.median_speed(1000, [2.0, 1.0, 4.0])
+    assert median["seconds_median"] == 2.0
+    assert median["words_per_second"] == pytest.approx(500.0)
+    assert median["words_per_second_rounds"] == pytest.approx([500.0, 1000.0, 250.0])
+    assert speed.median_speed(10, [])["words_per_second"] is None
+    ratios = speed.speed_ratios({"spacy": 1000.0, "isbn": 250.0, "none": None}, "spacy")
     assert ratios == {"spacy": 1.0, "isbn": 0.25, "none": None}
-    assert bm.speed_ratios({"spacy": 0.0, "isbn": 5.0}, "spacy") == {"spacy": None, "isbn": None}
-    assert bm.speed_ratios({"isbn": 5.0}, "missing") == {"isbn": None}
+    assert speed.speed_ratios({"spacy": 0.0, "isbn": 5.0}, "spacy") == {"spacy": None, "isbn": None}
+    assert speed.speed_ratios({"isbn": 5.0}, "missing") == {"isbn": None}
 
 
 def test_system_name():
-    assert bm.system_name(bm.SPACY, None, "gold") == "spaCy parser, gold tags"
-    assert bm.system_name(bm.ISBN, 5, "pipeline") == "isbn_parser b=5, pipeline tags"
+    assert names.system_name(names.SPACY, None, "gold") == "spaCy parser, gold tags"
+    assert names.system_name(names.ISBN, 5, "pipeline") == "isbn_parser b=5, pipeline tags"
 
 
 def test_render_benchmark_markdown_from_fake_metrics():
-    md = bm.render_benchmark_markdown(fake_result())
+    md = benchmark_report.render_benchmark_markdown(fake_result())
     assert md.startswith("# Benchmark: isbn_parser vs spaCy's parser on ewt (1234 test words)")
     for heading in ("## Table 1", "## Table 2", "## Table 3: Speed and memory",
                     "## Table 4: Training wall time", "## Method"):
@@ -140,7 +127,7 @@ def test_render_benchmark_markdown_from_fake_metrics():
     assert "| spaCy tagger,morphologizer,parser | 100.0 | 800 | 600 | 0.74 | 80.5 | 75.0 |" in md
     assert "| isbn_parser | not recorded" in md
     assert "Root precision" in md and "to root" in md
-    md2 = bm.render_benchmark_markdown(fake_result(with_isbn_timing=True))
+    md2 = benchmark_report.render_benchmark_markdown(fake_result(with_isbn_timing=True))
     assert "not recorded" not in md2
 
 
@@ -150,16 +137,16 @@ def test_render_benchmark_markdown_tolerates_missing_speed():
         s.pop("words_per_second")
         s.pop("ratio_to_spacy")
         s.pop("peak_memory_bytes")
-    md = bm.render_benchmark_markdown(result)
+    md = benchmark_report.render_benchmark_markdown(result)
     assert "| spaCy parser | - | - | - | - | - | - | - | - |" in md
 
 
 def test_write_benchmark(tmp_path):
-    paths = bm.write_benchmark(fake_result(), tmp_path / "metrics")
+    paths = benchmark_report.write_benchmark(fake_result(), tmp_path / "metrics")
     assert sorted(p.name for p in paths.values()) == [
         "benchmark_ewt.json", "benchmark_ewt.md", "benchmark_ewt_f1_by_length.svg"]
     assert srsly.read_json(paths["json"])["words"] == 1234
-    assert paths["md"].read_text(encoding="utf8") == bm.render_benchmark_markdown(fake_result())
+    assert paths["md"].read_text(encoding="utf8") == benchmark_report.render_benchmark_markdown(fake_result())
     svg = ET.parse(paths["svg"]).getroot()
     assert svg.tag.endswith("svg")
 
@@ -179,8 +166,8 @@ def _ref(vocab, multiroot):
 def test_inputs_give_gold_sentence_starts(setting):
     vocab = Vocab()
     ref = _ref(vocab, multiroot=True)
-    strict = bm._inputs([ref], setting, relax=False)[0]
-    relaxed = bm._inputs([ref], setting, relax=True)[0]
+    strict = names.input_docs([ref], setting, relax=False)[0]
+    relaxed = names.input_docs([ref], setting, relax=True)[0]
     assert [t.is_sent_start for t in strict] == [True, False, False, True, False, False]
     assert [t.is_sent_start for t in relaxed] == [True, None, None, True, None, None]
     for doc in (strict, relaxed):
@@ -235,8 +222,8 @@ def test_baseline_config_patches_init_config(tmp_path, monkeypatch, treebank, la
             fh.write(MINI_CONFIG.format(lang=cmd[cmd.index("--lang") + 1]))
         return subprocess.CompletedProcess(cmd, 0)
 
-    monkeypatch.setattr(bm.subprocess, "run", fake_run)
-    out = bm.baseline_config(treebank, tmp_path / f"baseline_{treebank}.cfg")
+    monkeypatch.setattr(baseline.subprocess, "run", fake_run)
+    out = baseline.baseline_config(treebank, tmp_path / f"baseline_{treebank}.cfg")
     cmd = calls[0]
     assert cmd[1:5] == ["-m", "spacy", "init", "config"]
     assert cmd[cmd.index("--lang") + 1] == lang
@@ -251,39 +238,42 @@ def test_baseline_config_patches_init_config(tmp_path, monkeypatch, treebank, la
     assert config["training"]["score_weights"]["pos_acc"] == pos_acc
 
 
-def test_timed_train_streams_and_writes_timing(tmp_path, monkeypatch, capsys):
+def test_timed_train_passes_the_timed_logger_and_writes_timing(tmp_path, monkeypatch):
     seen = []
-    real_popen = subprocess.Popen
 
-    def fake_popen(cmd, **kwargs):  # a child that prints a training log instead of training
+    def fake_run(cmd, **kwargs):  # a child that logs evaluations instead of training
         seen.append(cmd)
-        return real_popen([sys.executable, "-c", "import sys; sys.stdout.write(sys.argv[1])", LOG],
-                          **kwargs)
+        path = Path(cmd[cmd.index("--training.logger.timing_path") + 1])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(srsly.json_dumps({**r, "time": time.time()}) + "\n"
+                                for r in ROWS), encoding="utf8")
+        return subprocess.CompletedProcess(cmd, 0)
 
-    monkeypatch.setattr(bm.subprocess, "Popen", fake_popen)
-    out = bm.timed_train(tmp_path / "c.cfg", tmp_path / "train", train=tmp_path / "t.spacy",
-                         max_steps=20, overrides=["training.eval_frequency=10"])
+    monkeypatch.setattr(training_time.subprocess, "run", fake_run)
+    out = training_time.timed_train(tmp_path / "c.cfg", tmp_path / "train",
+                                    train=tmp_path / "t.spacy", max_steps=20,
+                                    overrides=["training.eval_frequency=10"])
     cmd = seen[0]
     assert cmd[1:4] == ["-m", "spacy", "train"]
+    assert cmd[cmd.index("--training.logger.@loggers") + 1] == training_time.LOGGER
     assert cmd[cmd.index("--training.max_steps") + 1] == "20"
     assert cmd[cmd.index("--training.eval_frequency") + 1] == "10"
-    assert cmd[cmd.index("--training.logger.progress_bar") + 1] == "false"
     assert "--paths.dev" not in cmd and "--code" not in cmd
     assert out["best_step"] == 600 and out["last_step"] == 800
     saved = srsly.read_json(tmp_path / "train" / "train_timing.json")
     assert saved["best_step"] == 600 and len(saved["rows"]) == 5
-    assert 0.0 <= saved["seconds_to_best"] <= saved["seconds_total"]
-    assert "Saved pipeline" in capsys.readouterr().out
+    assert 0.0 <= saved["seconds_to_best"] <= saved["seconds_total"] + 1.0
     with pytest.raises(ValueError):
-        bm.timed_train(tmp_path / "c.cfg", tmp_path / "x", overrides=["no-equals"])
+        training_time.timed_train(tmp_path / "c.cfg", tmp_path / "x", overrides=["no-equals"])
 
 
 def test_timed_train_raises_on_failure(tmp_path, monkeypatch):
-    real_popen = subprocess.Popen
-    monkeypatch.setattr(bm.subprocess, "Popen", lambda cmd, **kw: real_popen(
-        [sys.executable, "-c", "raise SystemExit(3)"], **kw))
+    def failing(cmd, **kwargs):
+        raise subprocess.CalledProcessError(3, cmd)
+
+    monkeypatch.setattr(training_time.subprocess, "run", failing)
     with pytest.raises(subprocess.CalledProcessError):
-        bm.timed_train(tmp_path / "c.cfg", tmp_path / "train")
+        training_time.timed_train(tmp_path / "c.cfg", tmp_path / "train")
     assert not (tmp_path / "train" / "train_timing.json").exists()
 
 
@@ -315,11 +305,11 @@ def write_conllu(path, docs):
 
 def test_document_sizes_from_newdoc_comments_document_list_or_blocks(tmp_path):
     with_newdoc = list(read_conll(write_conllu(tmp_path / "t.conllu", [3, 2, 1])))
-    assert bm.document_sizes(with_newdoc) == ([3, 2, 1], "# newdoc comments")
+    assert documents.document_sizes(with_newdoc) == ([3, 2, 1], "# newdoc comments")
     plain = with_newdoc
     for s in plain:
         s.comments = []
-    assert bm.document_sizes(plain, block=4) == ([4, 2], "blocks of 4 sentences")
+    assert documents.document_sizes(plain, block=4) == ([4, 2], "blocks of 4 sentences")
     # a CoNLL-X style document list: rows of both splits, in any order
     tsv = tmp_path / "documents.tsv"
     n_words = [len(s.words) for s in plain]
@@ -327,18 +317,18 @@ def test_document_sizes_from_newdoc_comments_document_list_or_blocks(tmp_path):
                    f"b\ttest\t3\t4\t{sum(n_words[2:])}\n"
                    "x\ttrain\t1\t9\t99\n"
                    f"a\ttest\t1\t2\t{sum(n_words[:2])}\n", encoding="utf8")
-    assert bm.document_sizes(plain, tsv) == ([2, 4], f"document list {tsv}")
+    assert documents.document_sizes(plain, tsv) == ([2, 4], f"document list {tsv}")
     with pytest.raises(ValueError):  # the list does not fit the file
-        bm.document_sizes(plain[:5], tsv)
+        documents.document_sizes(plain[:5], tsv)
     tsv.write_text("document\tsplit\tfirst_sentence\tsentences\ttokens\n"
                    "a\ttest\t1\t2\t1\nb\ttest\t3\t4\t1\n", encoding="utf8")
     with pytest.raises(ValueError):  # token counts differ
-        bm.document_sizes(plain, tsv)
+        documents.document_sizes(plain, tsv)
 
 
 def test_read_documents_gives_one_gold_doc_per_document(tmp_path):
     path = write_conllu(tmp_path / "t.conllu", [3, 2])
-    docs, source = bm.read_documents(path, Vocab())
+    docs, source = documents.read_documents(path, Vocab())
     assert source == "# newdoc comments"
     assert [len(d.user_data["isbn_sentences"]) for d in docs] == [3, 2]
     first = docs[0]
@@ -348,38 +338,38 @@ def test_read_documents_gives_one_gold_doc_per_document(tmp_path):
 
 
 def test_document_list_only_for_treebanks_that_need_it(tmp_path):
-    assert bm.document_list("ewt", tmp_path) is None
-    assert bm.document_list("ddt", None) is None
-    assert bm.document_list("ddt", tmp_path) is None  # not there: blocks of sentences
-    path = tmp_path / bm.DOCUMENT_LISTS["ddt"]
+    assert documents.document_list("ewt", tmp_path) is None
+    assert documents.document_list("ddt", None) is None
+    assert documents.document_list("ddt", tmp_path) is None  # not there: blocks of sentences
+    path = tmp_path / documents.DOCUMENT_LISTS["ddt"]
     path.parent.mkdir(parents=True)
     path.write_text("document\tsplit\tfirst_sentence\tsentences\n", encoding="utf8")
-    assert bm.document_list("ddt", tmp_path) == path
+    assert documents.document_list("ddt", tmp_path) == path
 
 
 def test_raw_inputs_are_words_only():
     vocab, other = Vocab(), Vocab()
     ref = _ref(vocab, multiroot=False)
-    doc = bm._inputs([ref], bm.RAW, relax=False, vocab=other)[0]
+    doc = names.input_docs([ref], names.RAW, relax=False, vocab=other)[0]
     assert doc.vocab is other and doc.text == ref.text
     assert not doc.has_annotation("SENT_START") and not doc.has_annotation("TAG")
     assert not doc.has_annotation("DEP") and not doc.has_annotation("MORPH")
 
 
 def test_raw_system_name():
-    assert bm.raw_system_name(None) == "spaCy tagger,morphologizer,parser"
-    assert bm.raw_system_name(10, "joint") == "isbn_parser b=10, joint tagging"
-    assert bm.raw_system_name(1, "pipeline") == "isbn_parser b=1, pipeline tagging"
+    assert names.raw_system_name(None) == "spaCy tagger,morphologizer,parser"
+    assert names.raw_system_name(10, "joint") == "isbn_parser b=10, joint tagging"
+    assert names.raw_system_name(1, "pipeline") == "isbn_parser b=1, pipeline tagging"
 
 
 def fake_raw(result):
     c18 = {"words": 50, "las": 70.0, "uas": 75.0, "upos": 90.0, "xpos": 89.0, "ufeats": 85.0,
            "sentences": {"precision": 80.0, "recall": 60.0, "f1": 68.57}}
-    systems = {bm.raw_system_name(None): {"metrics": c18, "words_per_second": 9000.0,
+    systems = {names.raw_system_name(None): {"metrics": c18, "words_per_second": 9000.0,
                                           "ratio_to_spacy": 1.0},
-               bm.raw_system_name(10, "pipeline"): {"metrics": c18, "words_per_second": 450.0,
+               names.raw_system_name(10, "pipeline"): {"metrics": c18, "words_per_second": 450.0,
                                                     "ratio_to_spacy": 0.05},
-               bm.raw_system_name(10, "joint"): {"available": False,
+               names.raw_system_name(10, "joint"): {"available": False,
                                                  "error": "KeyError: 'tagging' | no"}}
     result["raw_text"] = {"docs": 3, "documents": "# newdoc comments", "sentences": 7,
                           "words": 50, "systems": systems}
@@ -387,7 +377,7 @@ def fake_raw(result):
 
 
 def test_render_benchmark_markdown_puts_raw_text_first():
-    md = bm.render_benchmark_markdown(fake_raw(fake_result()))
+    md = benchmark_report.render_benchmark_markdown(fake_raw(fake_result()))
     raw_at = md.index("## Raw text")
     assert md.index("# Benchmark") < raw_at < md.index("## Table 1") < md.index("## Table 4")
     assert "3 test documents (# newdoc comments), 7 sentences, 50 words" in md
@@ -398,7 +388,7 @@ def test_render_benchmark_markdown_puts_raw_text_first():
     # raw text alone: no parser-alone tables
     only_raw = fake_raw(fake_result())
     only_raw["systems"] = {}
-    md = bm.render_benchmark_markdown(only_raw)
+    md = benchmark_report.render_benchmark_markdown(only_raw)
     assert "## Raw text" in md and "## Table 1" not in md and "## Table 3" not in md
     assert "## Table 4: Training wall time" in md
 
@@ -524,7 +514,7 @@ def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkey
     assert all(p["concurrent_speedup"] > 0 for p in processes)
     assert processes[4]["words"] == processes[3]["words"] > 0  # the same tokenizer
     assert result["scale"]["update"]["docs"] == 2 and result["scale"]["update"]["words_per_second"] > 0
-    paths = bm.write_benchmark(result, tmp_path)
+    paths = benchmark_report.write_benchmark(result, tmp_path)
     md = paths["md"].read_text(encoding="utf8")
     assert md.index("## Raw text") < md.index("## Table 1")
     assert "## One long document" in md and "## Processes" in md and "Concurrent shares" in md
@@ -548,7 +538,7 @@ def test_concurrent_seconds_waits_for_the_largest_share():
     nlp = spacy.blank("en")
     nlp.add_pipe("test_benchmark_sleeps")
     # batches of 2, 2 and 1 docs dealt in turn: the first process parses 3 docs
-    assert bm.concurrent_seconds(nlp, ["One two."] * 5, 2, 2) >= 0.15
+    assert speed.concurrent_seconds(nlp, ["One two."] * 5, 2, 2) >= 0.15
 
 
 def test_concurrent_seconds_reports_a_failed_share():
@@ -556,7 +546,7 @@ def test_concurrent_seconds_reports_a_failed_share():
     nlp.add_pipe("test_benchmark_fails_on_x")
     # the second process's share (the second batch) fails; nothing hangs
     with pytest.raises(RuntimeError, match="share"):
-        bm.concurrent_seconds(nlp, ["a", "b", "x", "c"], 2, 2)
+        speed.concurrent_seconds(nlp, ["a", "b", "x", "c"], 2, 2)
 
 
 def test_run_benchmark_raw_only_with_limit(tiny_benchmark):

@@ -17,7 +17,7 @@ from thinc.api import Adam
 from weasel.util import load_project_config
 
 from spacy_isbn.cli import main
-from spacy_isbn.evaluation import benchmark
+from spacy_isbn.evaluation import baseline
 from spacy_isbn.corpus.conll import read_conll
 from spacy_isbn.corpus.readers import create_gold_tag_reader, gold_tagged_doc
 
@@ -300,7 +300,7 @@ def test_train_config_is_ewt_in_the_treebanks_language_otherwise(tmp_path):
 
 def test_baseline_config_gets_the_language_fetch_found(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(benchmark, "baseline_config", lambda tb, out, lang: calls.append((tb, lang)))
+    monkeypatch.setattr(baseline, "baseline_config", lambda tb, out, lang: calls.append((tb, lang)))
     assets = tmp_path / "UD_Dutch-Tiny"
     assets.mkdir()
     srsly.write_json(assets / "meta.json", {"lang": "nl", "files": {}})
@@ -413,7 +413,7 @@ def test_package_builds_a_loadable_package_with_the_measured_scores(tmp_path):
 
 
 def test_timed_train_shorter_than_the_evaluation_interval_scores_its_last_step(tmp_path, monkeypatch):
-    from spacy_isbn.evaluation import benchmark as bm
+    from spacy_isbn.evaluation import training_time as bm
 
     config = tmp_path / "c.cfg"
     config.write_text("[training]\neval_frequency = 200\nmax_steps = 2400\n", encoding="utf8")

@@ -30,7 +30,7 @@ def raw_benchmark_cli(
     """The shipped pipeline's settings and spaCy's pipeline on raw test text
     (CoNLL 2018 scores, whole-pipeline words/s)."""
     from ..evaluation import raw_text
-    from ..evaluation.benchmark import document_list
+    from ..evaluation.documents import document_list
 
     for path in (isbn_model, baseline_model, generative_model):
         if path is not None:
@@ -106,7 +106,10 @@ def benchmark_cli(
     """isbn_parser vs spaCy's parser: accuracy, speed, memory, training time."""
     import spacy
 
-    from ..evaluation.benchmark import RAW, document_list, run_benchmark, write_benchmark
+    from ..evaluation.benchmark import run_benchmark
+    from ..evaluation.benchmark_report import write_benchmark
+    from ..evaluation.documents import document_list
+    from ..evaluation.systems import RAW
 
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)

@@ -6,7 +6,8 @@
 from pathlib import Path
 from typing import Optional
 
-from ..corpus.conll import CONLLX_TAGS, convert, read_text
+from ..corpus.conll import CONLLX_TAGS, convert
+from ..corpus.files import read_text
 from ..corpus.fetch import SPLITS, asset_meta, fetch
 from ._util import Arg, CliError, Opt, app, at_least, output_file, require
 

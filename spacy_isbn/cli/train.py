@@ -15,7 +15,8 @@ from typing import List, Optional, Sequence
 import spacy
 import srsly
 
-from ..corpus.conll import docs_to_conll, read_docbin
+from ..corpus.conll import docs_to_conll
+from ..corpus.files import read_docbin
 from ..corpus.fetch import asset_meta
 from ..corpus.readers import gold_tagged_doc, sentence_starts
 from ..evaluation.metrics import score_conll18, score_dependencies
@@ -217,10 +218,10 @@ def baseline_config_cli(
     asset_dir: Optional[Path] = Opt(None, "--asset-dir", help="default: assets/TREEBANK"),
 ):
     """spaCy's own tagger,morphologizer,parser config (spacy init config --optimize efficiency)."""
-    from ..evaluation import benchmark
+    from ..evaluation import baseline
 
     lang = lang or asset_meta(asset_dir or Path("assets") / treebank)["lang"]
-    benchmark.baseline_config(treebank, output, lang=lang)
+    baseline.baseline_config(treebank, output_file(output), lang=lang)
 
 
 @app.command("timed-train")
@@ -238,7 +239,7 @@ def timed_train_cli(
     """spacy train in a child process, timing each evaluation."""
     import subprocess
 
-    from ..evaluation.benchmark import timed_train
+    from ..evaluation.training_time import timed_train
 
     bad = [o for o in overrides if "=" not in o]
     if bad:

@@ -13,13 +13,10 @@ conditions on like any other feature.
 """
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import Iterable, Iterator
 from urllib.parse import quote, unquote
 
 import spacy
@@ -27,7 +24,7 @@ from spacy.parts_of_speech import IDS as _SPACY_POS
 from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
-from ..errors import UserError
+from .files import CorpusFormatError, atomic_open, text_lines
 
 FORMATS = ("conllu", "conllx")
 # token.tag_ [+ the column kept as a morphological feature], see the module docstring
@@ -47,64 +44,8 @@ _KEPT_COLUMNS = ("lemma", "upos", "xpos", "feats", "deps", "misc")
 _TAG_FEATURES = {"cpostag": "CPOSTAG", "postag": "POSTAG"}
 
 
-class CorpusFormatError(UserError, ValueError):
-    """Malformed corpus input, reported as ``path:line: problem`` so editors can jump to it."""
-
-    def __init__(self, path, line: int, message: str):
-        super().__init__(f"{path}:{line}: {message}")
-        self.path = str(path)
-        self.line = line
-        self.reason = message
-
-    def __reduce__(self):
-        # The default reduce passes only the formatted message; keep the error picklable
-        # for multiprocessing workers.
-        return type(self), (self.path, self.line, self.reason)
-
-
 class ConllFormatError(CorpusFormatError):
     """A malformed CoNLL file."""
-
-
-def text_lines(path) -> Iterator[str]:
-    """The lines of a UTF-8 text file (a byte-order mark is dropped), lazily;
-    anything else is one error naming the file, line and column."""
-    path = Path(path)
-    if path.is_dir():
-        raise UserError(f"{path} is a directory, not a text file")
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if raw.endswith(b"\r\n"):
-                raw = raw[:-2] + b"\n"
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise CorpusFormatError(
-                    path, lineno, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
-                    f"{err.start + 1}): convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8"
-                ) from None
-
-
-def read_docbin(path, vocab) -> list[Doc]:
-    """The docs of a ``.spacy`` corpus; anything else (a CoNLL file, a
-    truncated file) is one error saying what to do."""
-    path = Path(path)
-    if path.suffix in (".conllu", ".conll", ".conllx"):
-        raise UserError(f"{path} is a CoNLL file: convert it to .spacy first "
-                        f"(spacy-isbn convert {path} {path.with_suffix('.spacy')})")
-    if path.is_dir():
-        raise UserError(f"{path} is a directory, not a .spacy corpus")
-    try:
-        return list(DocBin().from_disk(path).get_docs(vocab))
-    except (ValueError, KeyError, TypeError) as err:
-        raise UserError(f"{path} is not a readable .spacy corpus ({err})") from None
-
-
-def read_text(path) -> str:
-    """A whole UTF-8 text file (see :func:`text_lines`)."""
-    return "".join(text_lines(path))
 
 
 @dataclass
@@ -424,7 +365,7 @@ def convert(input_path, output_path, *, n_sents: int = 10, fmt: str = "auto", la
     docs = sentences_to_docs(sentences, spacy.blank(lang).vocab, n_sents=n_sents, fmt=fmt,
                              conllx_tags=conllx_tags)
     data = DocBin(store_user_data=True, docs=docs).to_bytes()
-    with _atomic_open(output_path, "wb") as out:
+    with atomic_open(output_path, "wb") as out:
         out.write(data)
     return len(sentences)
 
@@ -437,7 +378,7 @@ def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu") -> i
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be 'conllu' or 'conllx', not {fmt!r}")
     count = 0
-    with _atomic_open(output_path, "w") as out:
+    with atomic_open(output_path, "w") as out:
         for doc in docs:
             for span, record, own in _doc_blocks(doc, fmt):
                 count += 1
@@ -594,26 +535,3 @@ def _conllx_tags(token) -> tuple[str, str, str]:
             feats.append(item)
     cpostag = stored.get("CPOSTAG", token.tag_ if "POSTAG" in stored else token.pos_)
     return cpostag, stored.get("POSTAG", token.tag_), "|".join(feats)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-@contextmanager
-def _atomic_open(path, mode: str) -> Iterator[IO]:
-    """Write to a temporary file next to ``path`` and move it into place only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
-        encoding = None if "b" in mode else "utf-8"
-        with os.fdopen(fd, mode, encoding=encoding, newline=None if "b" in mode else "\n") as f:
-            yield f
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

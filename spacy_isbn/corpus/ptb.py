@@ -20,7 +20,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
-from .conll import CorpusFormatError, read_text
+from .files import CorpusFormatError, read_text
 
 TREE_KEY = "isbn_ptb_tree"
 EMPTY_TAG = "-NONE-"

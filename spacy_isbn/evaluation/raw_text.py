@@ -16,7 +16,7 @@ import srsly
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .benchmark import read_documents
+from .documents import read_documents
 from .metrics import score_conll18
 
 

@@ -1,0 +1,92 @@
+"""Corpus files: UTF-8 text read line by line, ``.spacy`` corpora, and
+files written whole or not at all; the one error a malformed corpus raises."""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+from spacy.tokens import Doc, DocBin
+
+from ..errors import UserError
+
+
+class CorpusFormatError(UserError, ValueError):
+    """Malformed corpus input, reported as ``path:line: problem`` so editors can jump to it."""
+
+    def __init__(self, path, line: int, message: str):
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = str(path)
+        self.line = line
+        self.reason = message
+
+    def __reduce__(self):
+        # The default reduce passes only the formatted message; keep the error picklable
+        # for multiprocessing workers.
+        return type(self), (self.path, self.line, self.reason)
+
+
+def text_lines(path) -> Iterator[str]:
+    """The lines of a UTF-8 text file (a byte-order mark is dropped), lazily;
+    anything else is one error naming the file, line and column."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a text file")
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.endswith(b"\r\n"):
+                raw = raw[:-2] + b"\n"
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise CorpusFormatError(
+                    path, lineno, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                    f"{err.start + 1}): convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8"
+                ) from None
+
+
+def read_docbin(path, vocab) -> list[Doc]:
+    """The docs of a ``.spacy`` corpus; anything else (a CoNLL file, a
+    truncated file) is one error saying what to do."""
+    path = Path(path)
+    if path.suffix in (".conllu", ".conll", ".conllx"):
+        raise UserError(f"{path} is a CoNLL file: convert it to .spacy first "
+                        f"(spacy-isbn convert {path} {path.with_suffix('.spacy')})")
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a .spacy corpus")
+    try:
+        return list(DocBin().from_disk(path).get_docs(vocab))
+    except (ValueError, KeyError, TypeError) as err:
+        raise UserError(f"{path} is not a readable .spacy corpus ({err})") from None
+
+
+def read_text(path) -> str:
+    """A whole UTF-8 text file (see :func:`text_lines`)."""
+    return "".join(text_lines(path))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_open(path, mode: str) -> Iterator[IO]:
+    """Write to a temporary file next to ``path`` and move it into place only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding, newline=None if "b" in mode else "\n") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

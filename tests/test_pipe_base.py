@@ -145,3 +145,38 @@ def test_extensions_are_registered_once():
     Span.set_extension("labels", getter=lambda span: "not ours", force=True)
     register_extensions()
     assert Span.get_extension("labels") == before[(Span, "labels")]
+
+
+@pytest.mark.parametrize("part", ["model", "lexicon", "cfg"])
+def test_a_truncated_saved_part_is_one_error_naming_the_file(tmp_path, part):
+    from spacy_isbn.errors import UserError
+
+    _, pipe, _ = _train("generative")
+    pipe.to_disk(tmp_path / "p")
+    path = tmp_path / "p" / part
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 3])
+    with pytest.raises(UserError) as err:
+        _fresh("generative").from_disk(tmp_path / "p")
+    assert str(err.value).startswith(f"{path}: cannot read the {part} of component 'isbn_parser'")
+
+
+def test_weights_of_another_width_name_the_setting(tmp_path):
+    from spacy_isbn.errors import UserError
+
+    _, pipe, _ = _train("generative")
+    pipe.to_disk(tmp_path / "p")
+    wider = spacy.blank("en").add_pipe("isbn_parser", config={**GENERATIVE, "model": {"hidden_width": 32}})
+    with pytest.raises(UserError) as err:
+        wider.from_disk(tmp_path / "p")
+    assert "set components.isbn_parser.model.hidden_width as it was in training" in str(err.value)
+
+
+@pytest.mark.parametrize("factory", ["isbn_parser", "isbn_constituency", "isbn_reranker"])
+def test_an_uninitialized_component_says_so(factory):
+    from spacy_isbn.errors import UserError
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe(factory)
+    for run in (lambda: nlp("two words"), lambda: list(nlp.pipe(["two words"]))):
+        with pytest.raises(UserError, match=f"component '{factory}' is not initialized"):
+            run()

@@ -17,6 +17,7 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
+from ..errors import UserError
 from ..model.derivation import Derivation, DerivationBatch, word_batches
 from ..model.features import SegmentInputs
 from ..model.isbn import core_of, nll_per_word, project_tokens
@@ -66,7 +67,17 @@ class SavedParts:
                             for name, part in self.saved_parts().items()}, exclude)
 
     def from_disk(self, path, *, exclude=tuple()):
-        util.from_disk(path, {name: lambda p, part=part: part.set(READERS[part.file_format](p))
+        def read(name: str, part: Part, file_path):
+            try:
+                part.set(READERS[part.file_format](file_path))
+            except UserError:
+                raise
+            except Exception as err:  # truncated, corrupted, not what it should be
+                raise UserError(f"{file_path}: cannot read the {name} of component "
+                                f"'{getattr(self, 'name', type(self).__name__)}' ({err}); "
+                                "save the pipeline again or train it again") from None
+
+        util.from_disk(path, {name: lambda p, name=name, part=part: read(name, part, p)
                               for name, part in self.saved_parts().items()}, exclude)
         return self
 
@@ -84,6 +95,22 @@ class ISBNPipe(SavedParts, TrainablePipe):
         self.scorer = scorer
         self.cfg = cfg
         self._set_lexicon(Lexicon(cfg["cutoff"]))
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._require_initialized()
+        return super().__call__(doc)
+
+    def pipe(self, stream, *, batch_size: int = 128):
+        self._require_initialized()
+        yield from super().pipe(stream, batch_size=batch_size)
+
+    def _require_initialized(self) -> None:
+        """A model that was neither trained nor loaded has no shape: say so
+        (as spaCy's E109) rather than fail somewhere inside."""
+        if not self.core.has_dim("nF"):
+            raise UserError(f"component '{self.name}' is not initialized: train it "
+                            "(nlp.initialize(), spacy train) or load a trained pipeline "
+                            "(spacy.load) before parsing")
 
     # -- the objective -----------------------------------------------------------
     @property
@@ -235,6 +262,16 @@ class ISBNPipe(SavedParts, TrainablePipe):
 
     def _load_model(self, data: bytes) -> None:
         """The weights, once the model is sized for what was loaded before
-        them (as spaCy's parser resizes before loading)."""
+        them (as spaCy's parser resizes before loading).  Weights of another
+        shape than the config's (e.g. its ``hidden_width``) are one error
+        naming the setting."""
         self._set_model_shape()
-        self.model.from_bytes(data)
+        try:
+            self.model.from_bytes(data)
+        except ValueError as err:
+            if "dimension" not in str(err).lower():
+                raise
+            setting = "hidden_width" if "'nH'" in str(err) else "features or objective"
+            raise UserError(
+                f"component '{self.name}': the saved weights do not fit its config ({err}): "
+                f"set components.{self.name}.model.{setting} as it was in training") from None

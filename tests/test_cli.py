@@ -473,3 +473,25 @@ def test_unusable_inputs_and_outputs_are_one_line_before_any_work(tmp_path):
                       .replace("Sam", "Sämi").encode("latin-1"))
     assert _error(["convert", latin, tmp_path / "l.spacy"]).startswith(f"error: {latin}:2: not UTF-8")
     assert "is a directory, not a text file" in _error(["convert", tmp_path, tmp_path / "x.spacy"])
+
+
+def test_bad_values_and_wrong_pipelines_are_refused_before_any_output(tmp_path):
+    empty = tmp_path / "empty.conllu"
+    empty.write_text("", encoding="utf8")
+    assert _error(["convert", empty, tmp_path / "e.spacy"]) == f"error: {empty}:1: no sentences in this file"
+    assert "--lang 'zz': spaCy has no such language" in _error(
+        ["convert", FIXTURES / "tiny.conllu", tmp_path / "o.spacy", "--lang", "zz"])
+    assert "leaves none to train on" in _error(
+        ["split", FIXTURES / "tiny.conllu", tmp_path / "t", tmp_path / "d", "--dev-fraction", "0.9"])
+    assert "is a file: give a directory" in _error(["fetch", "ewt", FIXTURES / "tiny.conllu"])
+    assert not any(tmp_path.glob("*.spacy")) and not (tmp_path / "t").exists()
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus)])
+    model = tmp_path / "model"
+    _train_tiny(corpus, model)
+    assert "no isbn_constituency component (components: isbn_parser)" in _error(
+        ["constituency-evaluate", model, corpus, tmp_path / "rows.json", "--system", "x"])
+    nothing = tmp_path / "nothing.spacy"
+    DocBin().to_disk(nothing)
+    assert f"{nothing} holds no documents" in _error(["evaluate", model, nothing, tmp_path / "m.json"])
+    assert not (tmp_path / "rows.json").exists() and not (tmp_path / "m.json").exists()

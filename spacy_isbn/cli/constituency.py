@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import srsly
 
+from ..corpus.files import write_json
 from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
 
 DEFAULT_VARIANTS = "h1,h2,h1-parent,h2-parent"
@@ -42,7 +43,7 @@ def constituency_baselines_cli(
     result = run_baselines(corpus_dir, variants=variants.split(","),
                            curve=numbers(curve, "--curve", float, 0), log=print)
     output.parent.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(output, result)
+    write_json(output, result)
 
 
 @app.command("constituency-evaluate")
@@ -72,7 +73,7 @@ def constituency_evaluate_cli(
                         tagger=require(tagger, "tagger pipeline") if tagger else None)
     rows = [r for r in (srsly.read_json(output) if output.exists() else []) if r["system"] != system]
     output.parent.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(output, rows + [row])
+    write_json(output, rows + [row])
     print(f"{system} on {split}: F1 {row['parseval']['all']['f1']:.2f} "
           f"(<= 15: {row['parseval']['<=15']['f1']:.2f}) -> {output}")
 

@@ -31,6 +31,8 @@ def fetch_cli(
                                 help="UD release to download when not in --data-dir, e.g. r2.16 (default: the latest)"),
 ):
     """Get a treebank: copy it from --data-dir, else download it."""
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise CliError(f"OUT_DIR {out_dir} is a file: give a directory")
     fetch(treebank, out_dir, data_dir, ud_tag=ud_tag or None)
 
 
@@ -46,16 +48,32 @@ def convert_cli(
     """Convert a CoNLL-X/CoNLL-U file to a .spacy corpus."""
     if fmt not in ("auto", "conllu", "conllx"):
         raise CliError(f"--format {fmt!r}: one of auto, conllu, conllx")
+    language_option(lang)
     n = convert(require(input, "CoNLL file"), output_file(output), n_sents=at_least(n_sents, 1, "--n-sents"),
                 fmt=fmt, lang=lang, conllx_tags=conllx_tags_option(conllx_tags))
     print(f"{input}: {n} sentences -> {output}")
 
 
+def language_option(lang: str) -> str:
+    """``lang``, a language spaCy has (``xx``: any language)."""
+    import spacy
+
+    try:
+        spacy.util.get_lang_class(lang)
+    except ImportError:
+        raise CliError(f"--lang {lang!r}: spaCy has no such language (xx works for any)") from None
+    return lang
+
+
 def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: float) -> None:
     """Hold out the last ``dev_fraction`` of a treebank's sentences as dev (the
     Danish DDT has no dev split; the paper held out part of train)."""
-    blocks = read_text(require(input_path, "CoNLL file")).strip("\n").split("\n\n")
+    blocks = [b for b in read_text(require(input_path, "CoNLL file")).strip("\n").split("\n\n")
+              if b.strip()]
     n_dev = max(1, int(round(len(blocks) * dev_fraction)))
+    if n_dev >= len(blocks):
+        raise CliError(f"{input_path}: holding out {dev_fraction:g} of {len(blocks)} sentences "
+                       "leaves none to train on")
     for path, part in ((train_out, blocks[:-n_dev]), (dev_out, blocks[-n_dev:])):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text("\n\n".join(part) + "\n\n", encoding="utf8")

@@ -9,6 +9,7 @@ from typing import List
 import srsly
 
 from ._util import Arg, CliError, app, output_file
+from ..corpus.files import write_text
 
 # (file in metrics/, section title, the project command that writes it)
 REPORTS = [
@@ -90,7 +91,7 @@ def results_doc(metrics_dir: Path, output: Path) -> List[str]:
         text.append("")
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text("\n".join(text).rstrip() + "\n", encoding="utf8")
+    write_text(output, "\n".join(text).rstrip() + "\n")
     print(f"{len(used)} reports from {metrics_dir} -> {output}")
     return used
 

@@ -16,8 +16,8 @@ import spacy
 import srsly
 
 from ..corpus.conll import docs_to_conll
-from ..corpus.files import read_docbin
 from ..corpus.fetch import asset_meta
+from ..corpus.files import read_docbin, write_json, write_text
 from ..corpus.readers import gold_tagged_doc, sentence_starts
 from ..evaluation.metrics import score_conll18, score_dependencies
 from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
@@ -43,7 +43,7 @@ def train_config(treebank: str, output: Path, *, config_dir: Path = Path("config
     config["nlp"]["lang"] = lang
     header = (f"# {base} with nlp.lang = {lang} for {treebank}, which has no {own}; written by\n"
               f"#   spacy-isbn train-config {treebank} {output}\n")
-    output.write_text(header + config.to_str(), encoding="utf8")
+    write_text(output, header + config.to_str())
     print(f"{treebank}: {base} with nlp.lang = {lang!r} -> {output}")
     return output
 
@@ -69,7 +69,7 @@ def _save_setting(model: Path, names: Sequence[str], key: str, value) -> None:
         cfg_path = model / name / "cfg"
         cfg = srsly.read_json(cfg_path)
         cfg[key] = value
-        srsly.write_json(cfg_path, cfg)
+        write_json(cfg_path, cfg)
     config.to_disk(config_path)
     print(f"{model}: {key} = {value:g}")
 
@@ -187,11 +187,10 @@ def evaluate(
         "beam_width": nlp.get_pipe(parser_name).cfg.get("beam_width"),
         "words": n_words, "seconds": elapsed, "words_per_second": n_words / max(elapsed, 1e-9),
     })
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(output, result)
-    if conll_out is not None:
+    if conll_out is not None:  # both files written whole, the metrics last
         fmt = "conllx" if str(conll_out).endswith((".conll", ".conllx")) else "conllu"
         docs_to_conll(preds, conll_out, fmt=fmt)
+    write_json(output, result)
     shown = {k: result[k] for k in ("las", "uas", "words_per_second")}
     if "conll18" in result:
         shown["conll18"] = result["conll18"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..corpus.ptb import SPLIT_FILES, Tree, head_fraction, read_docbin_trees
-from ..errors import UserError
+from ..errors import UserError, require_component
 from ..evaluation.parseval import score_trees
 from .pcfg import Pcfg, PcfgVariant
 from .report import PCFG, result_row
@@ -26,7 +26,7 @@ def evaluate_isbn(model: Path, data: Path, system: str, split: str, train_fracti
     from .spans import doc_trees
 
     nlp = spacy.load(model)
-    name = next(n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_constituency")
+    name = require_component(nlp, "isbn_constituency", model)
     pipe = nlp.get_pipe(name)
     # a conditional parser reads the vectors of the pipeline's own tok2vec
     enable = [n for n in nlp.pipe_names if not pipe.generative

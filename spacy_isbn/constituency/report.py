@@ -14,6 +14,7 @@ from typing import Iterable, List, Optional, Sequence
 
 import srsly
 
+from ..corpus.files import write_json, write_text
 from ..corpus.ptb import Tree
 from ..evaluation.parseval import score_trees
 
@@ -102,5 +103,5 @@ def render_markdown(report: dict) -> str:
 
 
 def write_report(report: dict, json_path: Path, md_path: Path) -> None:
-    srsly.write_json(json_path, report)
-    Path(md_path).write_text(render_markdown(report), encoding="utf-8")
+    write_json(json_path, report)
+    write_text(Path(md_path), render_markdown(report))

@@ -362,6 +362,8 @@ def convert(input_path, output_path, *, n_sents: int = 10, fmt: str = "auto", la
     The whole file is validated before anything is written."""
     fmt = resolve_format(input_path, fmt)
     sentences = list(_read(input_path, fmt))
+    if not sentences:
+        raise ConllFormatError(input_path, 1, "no sentences in this file")
     docs = sentences_to_docs(sentences, spacy.blank(lang).vocab, n_sents=n_sents, fmt=fmt,
                              conllx_tags=conllx_tags)
     data = DocBin(store_user_data=True, docs=docs).to_bytes()

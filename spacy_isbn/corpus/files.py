@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
+import srsly
 from spacy.tokens import Doc, DocBin
 
 from ..errors import UserError
@@ -59,9 +60,12 @@ def read_docbin(path, vocab) -> list[Doc]:
     if path.is_dir():
         raise UserError(f"{path} is a directory, not a .spacy corpus")
     try:
-        return list(DocBin().from_disk(path).get_docs(vocab))
+        docs = list(DocBin().from_disk(path).get_docs(vocab))
     except (ValueError, KeyError, TypeError) as err:
         raise UserError(f"{path} is not a readable .spacy corpus ({err})") from None
+    if not docs:
+        raise UserError(f"{path} holds no documents")
+    return docs
 
 
 def read_text(path) -> str:
@@ -90,3 +94,14 @@ def atomic_open(path, mode: str) -> Iterator[IO]:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_text(path, text: str) -> None:
+    """``text`` to ``path`` whole or not at all (see :func:`atomic_open`)."""
+    with atomic_open(path, "w") as out:
+        out.write(text)
+
+
+def write_json(path, data) -> None:
+    """``data`` as indented JSON, whole or not at all."""
+    write_text(path, srsly.json_dumps(data, indent=2) + "\n")

@@ -10,11 +10,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 import spacy
-import srsly
 from spacy.tokens import DocBin
 from spacy.training import Example
 
 from ..corpus.conll import SENTENCES_KEY
+from ..corpus.files import write_json, write_text
 from ..corpus.readers import gold_tagged_doc
 from .features import ARC_VARIABLES, DEP_VARIABLES, PAPER_VARIABLES, SliceEncoder
 from .metrics import MEASURES, adjacent_heads, score_heads
@@ -229,6 +229,6 @@ def write_report(report: dict, out_dir: Path, stem: str = "dbn_report") -> Tuple
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
-    srsly.write_json(json_path, report)
-    md_path.write_text(render_markdown(report), encoding="utf-8")
+    write_json(json_path, report)
+    write_text(md_path, render_markdown(report))
     return json_path, md_path

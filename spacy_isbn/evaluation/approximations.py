@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Dict, Sequence
 
 import spacy
-import srsly
 from spacy.tokens import DocBin
 from spacy.training import Example
 
+from ..corpus.files import read_docbin
 from ..corpus.readers import gold_words_doc
+from ..errors import require_component
+from ..corpus.files import write_json
 
 APPROXIMATIONS = ("feedforward", "meanfield")
 
@@ -31,8 +33,8 @@ def approximation_speed(model: Path, dev: Path, train: Path, beams: Sequence[int
                         train_words: int = 6000, batch_words: int = 2000) -> Dict:
     """Words/sec of parsing (per beam) and of training steps for each approximation."""
     nlp = spacy.load(model)
-    parser = nlp.get_pipe("isbn_parser")
-    refs = list(DocBin().from_disk(dev).get_docs(nlp.vocab))
+    parser = nlp.get_pipe(require_component(nlp, "isbn_parser", model))
+    refs = read_docbin(dev, nlp.vocab)
     docs, n_parse = [], 0
     for ref in refs:
         if n_parse >= parse_words:
@@ -80,7 +82,7 @@ def approximation_speed(model: Path, dev: Path, train: Path, beams: Sequence[int
 
 def write_approximation_speed(result: Dict, output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(output, result)
+    write_json(output, result)
     ratios = result["meanfield_over_feedforward"]
     for key, speeds in ((k, [result["words_per_sec"][a][k] for a in APPROXIMATIONS])
                         for k in ratios):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from .systems import BASELINE_PIPELINE, log
+from ..corpus.files import write_text
 
 
 TREEBANK_LANG = {"ewt": "en", "ddt": "da"}
@@ -60,7 +61,7 @@ def baseline_config(treebank: str, output: Path, *, lang: Optional[str] = None,
             "# features alone (featureless tokens carry spaCy's empty morph '_', itself a",
             "# label), so it needs no POS; pos_acc has no gold and is not scored.",
         ]
-    output.write_text("\n".join(header) + "\n" + config.to_str(), encoding="utf8")
+    write_text(output, "\n".join(header) + "\n" + config.to_str())
     load_config(output)  # fail here, not in spacy train, if it does not round-trip
     log(f"wrote {output}")
     return output

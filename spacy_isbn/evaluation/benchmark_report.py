@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import srsly
 
 from .report import _cell, _fmt, _table, plot_f1_by_length, render_markdown
 from .systems import ISBN, MIB, log, raw_system_name, system_name
+from ..corpus.files import write_json, write_text
 
 
 def _mib(value) -> str:
@@ -157,8 +157,8 @@ def write_benchmark(result: dict, out_dir: Path, treebank: Optional[str] = None)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / f"benchmark_{tb}.json", "md": out_dir / f"benchmark_{tb}.md",
              "svg": out_dir / f"benchmark_{tb}_f1_by_length.svg"}
-    srsly.write_json(paths["json"], result)
-    paths["md"].write_text(render_benchmark_markdown(result), encoding="utf8")
+    write_json(paths["json"], result)
+    write_text(paths["md"], render_benchmark_markdown(result))
     plot_f1_by_length({n: s["metrics"] for n, s in result.get("systems", {}).items()},
                       paths["svg"])
     for p in paths.values():

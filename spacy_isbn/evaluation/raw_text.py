@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import spacy
-import srsly
 from spacy.tokens import Doc
 from spacy.training import Example
 
 from .documents import read_documents
 from .metrics import score_conll18
+from ..corpus.files import write_json, write_text
 
 
 def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
@@ -92,9 +92,9 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
               "batch_size": batch_size,
               "words": sum(len(r) for r in refs or []), "systems": rows}
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(output, result)
+    write_json(output, result)
     if markdown is not None:
-        Path(markdown).write_text(to_markdown(result), encoding="utf8")
+        write_text(Path(markdown), to_markdown(result))
     return result
 
 

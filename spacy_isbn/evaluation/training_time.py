@@ -16,6 +16,7 @@ import srsly
 from spacy.util import registry
 
 from .systems import log
+from ..corpus.files import write_json
 
 TIMING_FILE = "train_timing.json"
 LOGGER = "spacy_isbn.TimedConsoleLogger.v1"
@@ -134,7 +135,7 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
         "seconds_total * best_step / last_step"))
     timing_out = Path(timing_out) if timing_out else output / TIMING_FILE
     timing_out.parent.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(timing_out, result)
+    write_json(timing_out, result)
     log(f"training: {total:.1f}s, best score {result['best_score']} at step "
         f"{result['best_step']} (of {result['last_step']}); timing -> {timing_out}")
     return result

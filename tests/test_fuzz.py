@@ -1,0 +1,181 @@
+"""Fuzzing what a user can hand the package: CoNLL-U, CoNLL-X and Penn files
+(well formed, then mutated: columns dropped, heads out of range, cycles,
+duplicate ids, stray blank lines, bytes that are not UTF-8), random strings
+for ``nlp(...)`` of a tiny trained pipeline, random values for the CLI's
+options.  The property everywhere: a clean result or one clear error
+(:class:`spacy_isbn.errors.UserError`, or ``error: ...`` and exit 1), never a
+traceback, a hang, a half-written file or a token attached to whitespace.
+
+Derandomized, so CI sees the same cases each run; 10,000+ cases in all."""
+import string
+
+import pytest
+import spacy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from spacy.training import Example
+
+from spacy_isbn.cli import main
+from spacy_isbn.corpus.conll import convert, read_conll
+from spacy_isbn.corpus.ptb import parse_bracketed
+from spacy_isbn.errors import UserError
+
+from .conftest import TINY_TREEBANK, make_doc
+
+FUZZ = settings(deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+UPOS = ["NOUN", "VERB", "DET", "ADJ", "PUNCT", "PROPN", "_", "XYZ"]
+DEPRELS = ["nsubj", "obj", "det", "root", "punct", "amod", "_", "nmod:poss"]
+FORM = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")),
+               min_size=1, max_size=8).map(lambda s: s.replace(" ", "").replace("\t", "") or "x")
+MUTATIONS = ["none", "drop_column", "head_out_of_range", "head_not_int", "cycle", "duplicate_id",
+             "blank_line", "bad_byte", "bom", "crlf", "comment_inside", "range_id", "empty_node"]
+
+
+@st.composite
+def conll_file(draw, conllu: bool) -> bytes:
+    """A CoNLL file as bytes: well-formed sentences, then one mutation."""
+    blocks = []
+    for s in range(draw(st.integers(0, 3))):
+        n = draw(st.integers(1, 6))
+        root = draw(st.integers(1, n))
+        rows = []
+        for i in range(1, n + 1):
+            head = 0 if i == root else draw(st.sampled_from([root] + list(range(1, n + 1))))
+            if head == i:
+                head = root
+            rel = "root" if head == 0 else draw(st.sampled_from(DEPRELS))
+            cols = [str(i), draw(FORM), "_", draw(st.sampled_from(UPOS)), draw(st.sampled_from(UPOS)),
+                    draw(st.sampled_from(["_", "Number=Sing", "Case=Nom|Number=Plur", "bad"])),
+                    str(head), rel, "_", "_"]
+            rows.append(cols)
+        comments = [f"# sent_id = {s}", "# text = " + " ".join(r[1] for r in rows)] if conllu else []
+        blocks.append((comments, rows))
+    mutation = draw(st.sampled_from(MUTATIONS))
+    if blocks and mutation != "none":
+        b = draw(st.integers(0, len(blocks) - 1))
+        comments, rows = blocks[b]
+        r = draw(st.integers(0, len(rows) - 1))
+        if mutation == "drop_column":
+            rows[r] = rows[r][:-1]
+        elif mutation == "head_out_of_range":
+            rows[r][6] = str(len(rows) + draw(st.integers(1, 5)))
+        elif mutation == "head_not_int":
+            rows[r][6] = draw(st.sampled_from(["x", "-1", "1.5", ""]))
+        elif mutation == "cycle" and len(rows) > 1:
+            rows[0][6], rows[1][6] = "2", "1"
+        elif mutation == "duplicate_id":
+            rows[r][0] = rows[0][0]
+        elif mutation == "comment_inside":
+            rows.insert(r, ["# a comment"])
+        elif mutation == "range_id":
+            rows.insert(r, [f"{r + 1}-{r + draw(st.integers(0, 3))}", "xy"] + ["_"] * 8)
+        elif mutation == "empty_node":
+            rows.insert(r + 1, [f"{r + 1}.1", "e"] + ["_"] * 4 + ["_", "_", "0:root", "_"])
+    text = "\n\n".join("\n".join(comments + ["\t".join(c) for c in rows]) for comments, rows in blocks)
+    text += "\n" if blocks else ""
+    if mutation == "blank_line" and blocks:
+        text = text.replace("\n", "\n\n\n", 1)
+    data = text.encode("utf-8")
+    if mutation == "crlf":
+        data = data.replace(b"\n", b"\r\n")
+    elif mutation == "bom":
+        data = b"\xef\xbb\xbf" + data
+    elif mutation == "bad_byte" and data:
+        i = draw(st.integers(0, len(data) - 1))
+        data = data[:i] + bytes([draw(st.integers(0x80, 0xff))]) + data[i:]
+    return data
+
+
+@pytest.mark.parametrize("suffix", [".conllu", ".conllx"])
+def test_readers_and_convert_give_sentences_or_one_clear_error(tmp_path, suffix):
+    out = tmp_path / "out.spacy"
+
+    @settings(FUZZ, max_examples=2600)
+    @given(data=conll_file(conllu=suffix == ".conllu"))
+    def check(data):
+        path = tmp_path / f"in{suffix}"
+        path.write_bytes(data)
+        out.unlink(missing_ok=True)
+        try:
+            sentences = list(read_conll(path))
+        except UserError as err:
+            assert str(err).startswith(f"{path}:")  # file and line
+            with pytest.raises(UserError):
+                convert(path, out)
+            assert not out.exists()  # nothing half written
+            return
+        try:
+            n = convert(path, out)
+        except UserError as err:  # an empty file
+            assert not sentences and "no sentences" in str(err)
+            return
+        assert n == len(sentences) and out.exists()
+
+    check()
+
+
+BRACKETS = st.text(alphabet="() ABCNPVS-NONE-xyz*0.", max_size=60)
+
+
+@settings(FUZZ, max_examples=2500)
+@given(text=st.one_of(BRACKETS, st.text(max_size=40)))
+def test_penn_reader_gives_trees_or_one_clear_error(text):
+    try:
+        trees = parse_bracketed(text, "f.mrg")
+    except UserError as err:
+        assert str(err).startswith("f.mrg:")
+        return
+    for tree in trees:
+        assert tree.words()
+
+
+@pytest.fixture(scope="module")
+def tiny_nlp():
+    nlp = spacy.blank("en")
+    examples = [Example(make_doc(nlp.vocab, w, t, one_sentence=True), make_doc(nlp.vocab, w, t, h, d))
+                for w, t, h, d in TINY_TREEBANK]
+    nlp.add_pipe("isbn_parser", config={"cutoff": 1, "beam_width": 3, "tagging": "auto",
+                                        "model": {"hidden_width": 16}})
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    return nlp
+
+
+TEXT = st.one_of(
+    st.text(max_size=60),
+    st.lists(st.sampled_from(["the", "dog", "barks", ".", "\n", "\n\n", "  ", "Zörp", "🙂", "a" * 300,
+                              "\t", "!", "\u200b", "\x00"]),
+             max_size=25).map(" ".join),
+)
+
+
+@settings(FUZZ, max_examples=1200)
+@given(text=TEXT)
+def test_any_text_parses_into_valid_trees(tiny_nlp, text):
+    doc = tiny_nlp(text)
+    for token in doc:
+        assert 0 <= token.head.i < len(doc) and token.head.sent == token.sent
+    assert sum(1 for _ in doc.sents) <= max(1, len(doc))
+    assert doc._.isbn_logprob <= 0.0
+
+
+FIXTURE = "tests/fixtures/tiny.conllu"
+VALUE = st.one_of(st.integers(-5, 50).map(str), st.floats(-2, 3).map(str), st.just("nan"),
+                  st.text(alphabet=string.ascii_letters + "-_,.", max_size=6))
+
+
+@settings(FUZZ, max_examples=1300)
+@given(command=st.sampled_from(["convert", "split"]), option=st.sampled_from(
+    ["--n-sents", "--lang", "--format", "--conllx-tags", "--dev-fraction"]), value=VALUE)
+def test_cli_options_give_a_result_or_one_line(tmp_path_factory, command, option, value):
+    tmp = tmp_path_factory.mktemp("cli")
+    outs = [tmp / "out.spacy"] if command == "convert" else [tmp / "t.conllu", tmp / "d.conllu"]
+    try:
+        main([command, FIXTURE, *map(str, outs), option, value])
+    except SystemExit as exc:
+        assert isinstance(exc.code, str) and exc.code.startswith("error: ") and "\n" not in exc.code
+        assert not any(p.exists() for p in outs)  # nothing half written
+        return
+    assert all(p.exists() for p in outs)

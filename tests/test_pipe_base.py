@@ -180,3 +180,13 @@ def test_an_uninitialized_component_says_so(factory):
     for run in (lambda: nlp("two words"), lambda: list(nlp.pipe(["two words"]))):
         with pytest.raises(UserError, match=f"component '{factory}' is not initialized"):
             run()
+
+
+@pytest.mark.parametrize("factory,setting,value", [
+    ("isbn_parser", "beam_width", -5), ("isbn_parser", "beam_width", 0), ("isbn_parser", "cutoff", 0),
+    ("isbn_parser", "max_batch_words", 0), ("isbn_constituency", "beam_width", -1)])
+def test_a_setting_no_search_can_use_is_refused(factory, setting, value):
+    from spacy_isbn.errors import UserError
+
+    with pytest.raises(UserError, match=f"component '{factory}': {setting} = {value}: give an integer"):
+        spacy.blank("en").add_pipe(factory, config={setting: value})

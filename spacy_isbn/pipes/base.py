@@ -94,7 +94,25 @@ class ISBNPipe(SavedParts, TrainablePipe):
         self.name = name
         self.scorer = scorer
         self.cfg = cfg
+        self._check_settings()
         self._set_lexicon(Lexicon(cfg["cutoff"]))
+
+    # the smallest value of each integer setting, and the values of the others
+    AT_LEAST = {"beam_width": 1, "label_top_k": 1, "tag_top_k": 1, "cutoff": 1,
+                "max_batch_words": 1, "segment_length": 0, "boundary_beam": 0}
+    CHOICES = {"tagging": ("pipeline", "joint", "auto"), "tag_attr": ("tag", "pos")}
+
+    def _check_settings(self) -> None:
+        """Refuse a setting no search or training can use, naming it."""
+        for key, minimum in self.AT_LEAST.items():
+            value = self.cfg.get(key, minimum)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise UserError(f"component '{self.name}': {key} = {value!r}: "
+                                f"give an integer of at least {minimum}")
+        for key, choices in self.CHOICES.items():
+            if key in self.cfg and self.cfg[key] not in choices:
+                raise UserError(f"component '{self.name}': {key} = {self.cfg[key]!r}: "
+                                f"one of {', '.join(choices)}")
 
     def __call__(self, doc: Doc) -> Doc:
         self._require_initialized()

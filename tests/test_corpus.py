@@ -259,7 +259,10 @@ def test_writer_keeps_multiword_tokens_inside_a_found_sentence(vocab, tmp_path):
     assert text.startswith("# sent_id = 1\n# text = don't go there, Sam! And\n")
     assert f"# sent_id = 2\n# text = {doc[8:].text.rstrip()}\n" in text
     assert conllu_problems(text) == []
-    assert [s.words for s in read_conll(out)] == [[t.text for t in doc[:8]], [t.text for t in doc[8:]]]
+    # the gold trees of two input sentences in one block: two roots, not UD; the words are all there
+    words = [[line.split("\t")[1] for line in block.splitlines() if line.split("\t")[0].isdigit()]
+             for block in text.strip("\n").split("\n\n")]
+    assert words == [[t.text for t in doc[:8]], [t.text for t in doc[8:]]]
 
 
 def test_file_without_final_blank_line(tmp_path):
@@ -342,3 +345,16 @@ def test_utf8_with_bom_or_crlf_reads_and_other_encodings_fail_in_one_line(vocab,
     with pytest.raises(CorpusFormatError):
         convert(latin, tmp_path / "out.spacy")
     assert not (tmp_path / "out.spacy").exists()
+
+
+def test_a_ud_sentence_with_two_roots_or_no_deprel_is_refused(tmp_path):
+    text = TINY_U.read_text(encoding="utf-8")
+    two_roots = tmp_path / "two_roots.conllu"
+    two_roots.write_text(text.replace("4\tthere\tthere\tADV\tRB\tPronType=Dem\t3\t",
+                                      "4\tthere\tthere\tADV\tRB\tPronType=Dem\t0\t"), encoding="utf-8")
+    with pytest.raises(ConllFormatError, match=r"two_roots.conllu:7: a second root \(words 3 and 4"):
+        list(read_conll(two_roots))
+    no_label = tmp_path / "no_label.conllu"
+    no_label.write_text(text.replace("\t3\taux\t", "\t3\t_\t"), encoding="utf-8")
+    with pytest.raises(ConllFormatError, match=r"no_label.conllu:4: word 1 has HEAD 3 but no DEPREL"):
+        list(read_conll(no_label))

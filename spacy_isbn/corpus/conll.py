@@ -172,6 +172,13 @@ def _parse_block(path, start: int, lines: list[str], fmt: str) -> ConllSentence:
             fail(word_lines[i], f"word {head} is its own head")
     if 0 not in heads:
         fail(start, "sentence has no root (no word with HEAD 0)")
+    roots = [i for i, head in enumerate(heads) if head == 0]
+    if fmt == "conllu" and len(roots) > 1:
+        fail(word_lines[roots[1]], f"a second root (words {roots[0] + 1} and {roots[1] + 1} have "
+             "HEAD 0): a UD sentence has one")
+    for i, cols in enumerate(columns):
+        if cols[7] == "_":
+            fail(word_lines[i], f"word {i + 1} has HEAD {heads[i]} but no DEPREL ('_')")
     cycle = _find_cycle(heads)
     if cycle:
         ids = " -> ".join(str(i + 1) for i in cycle + cycle[:1])

@@ -157,6 +157,9 @@ def test_any_text_parses_into_valid_trees(tiny_nlp, text):
     doc = tiny_nlp(text)
     for token in doc:
         assert 0 <= token.head.i < len(doc) and token.head.sent == token.sent
+    if any(not t.is_space for t in doc):  # whitespace is never a head, nor starts a sentence
+        assert not any(t.head.is_space for t in doc)
+        assert not any(s[0].is_space for s in list(doc.sents)[1:])
     assert sum(1 for _ in doc.sents) <= max(1, len(doc))
     assert doc._.isbn_logprob <= 0.0
 

@@ -3,14 +3,15 @@ saved state as named parts written and read as spaCy's own pipes do
 (``util.to_bytes``, ``util.to_disk`` and their readers: ``exclude`` leaves a
 part out); :class:`ISBNPipe`, the base of ``isbn_parser`` (and so
 ``isbn_reranker``) and ``isbn_constituency``: the objective, the transition
-system over the lexicon, the model sized for both, the training step; and
-:func:`write_trees`, how the dependency parsers write their trees."""
+system over the lexicon, the model sized for both, the training step;
+:func:`write_trees`, how the dependency parsers write their trees; and
+:class:`DocWords`, which of a doc's tokens they read as words."""
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy
 import srsly
 from spacy import util
-from spacy.attrs import DEP, HEAD
+from spacy.attrs import DEP, HEAD, IS_SPACE, SENT_START
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
@@ -35,6 +36,89 @@ def write_trees(doc: Doc, heads: numpy.ndarray, deps: List[str]) -> None:
     arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
     arr[:, 1] = [doc.vocab.strings.add(d) for d in deps]
     doc.from_array([HEAD, DEP], arr)
+
+
+class DocWords:
+    """A doc's words: its tokens other than whitespace (``token.is_space``),
+    which the parsers neither read nor generate.  ``tokens``: each word's
+    token index; ``is_word``: per token, whether it is a word; ``owner``:
+    each token's word, a whitespace token's being the word before it (the
+    first word for leading whitespace), the word it is attached to;
+    ``bounds``: where each word's tokens start (the first word's at 0; then
+    the doc's end); ``all_words``: no whitespace token (word i is token i)."""
+
+    __slots__ = ("doc", "tokens", "is_word", "owner", "bounds", "all_words")
+
+    def __init__(self, doc: Doc):
+        self.doc = doc
+        self.is_word = (doc.to_array(IS_SPACE) == 0) if len(doc) else numpy.zeros(0, bool)
+        self.tokens = numpy.flatnonzero(self.is_word)
+        self.all_words = len(self.tokens) == len(doc)
+        owner = numpy.searchsorted(self.tokens, numpy.arange(len(doc)), side="right") - 1
+        self.owner = numpy.maximum(owner, 0)
+        self.bounds = numpy.append(self.tokens, len(doc))
+        self.bounds[0] = 0
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def token_list(self, start: int = 0, end: Optional[int] = None):
+        """The tokens of words ``start``..``end``."""
+        end = len(self.tokens) if end is None else end
+        if self.all_words:
+            return self.doc[start:end]
+        return [self.doc[int(i)] for i in self.tokens[start:end]]
+
+    def sentence_ends(self) -> List[Optional[bool]]:
+        """Per word, may a sentence end after it: True / False where the
+        doc's sentence starts say so (a whitespace token starting a sentence
+        starts it at the next word), None where the model decides; the last
+        word ends one."""
+        sent_starts = self.doc.to_array(SENT_START).astype("int64")  # uint64: -1 wraps
+        if not self.all_words:
+            word_starts = sent_starts[self.tokens]
+            after_space = numpy.searchsorted(self.tokens, numpy.flatnonzero(sent_starts == 1))
+            word_starts[after_space[after_space < len(self.tokens)]] = 1
+            sent_starts = word_starts
+        values = {1: True, -1: False, 0: None}
+        return [values[int(s)] for s in sent_starts[1:]] + [True]
+
+    def token_span(self, start: int, end: int) -> Tuple[int, int]:
+        """The tokens of words ``start``..``end`` with the whitespace after
+        them (and before them at the doc's start)."""
+        if self.all_words:
+            return start, end
+        return int(self.bounds[start]), int(self.bounds[end])
+
+    def token_trees(self, start: int, end: int, heads: Sequence[int], labels: Sequence[str]
+                    ) -> Tuple[numpy.ndarray, List[str]]:
+        """The trees of words ``start``..``end`` (absolute word heads) over
+        their tokens (:meth:`token_span`): word heads as token indices, each
+        whitespace token attached to its owner with label "dep"."""
+        if self.all_words:
+            return numpy.asarray(heads, dtype="int64"), list(labels)
+        first, last = self.token_span(start, end)
+        owner, is_word = self.owner[first:last], self.is_word[first:last]
+        word_heads = self.tokens[numpy.asarray(heads, dtype="int64")[owner - start]]
+        token_heads = numpy.where(is_word, word_heads, self.tokens[owner])
+        token_labels = numpy.array(labels, dtype=object)[owner - start]
+        token_labels[~is_word] = "dep"
+        return token_heads, token_labels.tolist()
+
+    def word_tree(self, start: int, end: int, heads: Sequence[int], labels: Sequence[str]
+                  ) -> Tuple[int, int, List[int], List[str]]:
+        """The inverse of :meth:`token_trees`: tokens ``start``..``end`` with
+        absolute token heads as their words (start, end, absolute word heads,
+        labels); a head that is no word becomes -1."""
+        if self.all_words:
+            return start, end, list(heads), list(labels)
+        first, last = numpy.searchsorted(self.tokens, [start, end]).tolist()
+        rows = self.tokens[first:last] - start
+        token_heads = numpy.asarray(heads, dtype="int64")[rows]
+        inside = (token_heads >= 0) & (token_heads < len(self.doc))
+        token_heads = numpy.where(inside, token_heads, 0)
+        word_heads = numpy.where(inside & self.is_word[token_heads], self.owner[token_heads], -1)
+        return first, last, word_heads.tolist(), numpy.array(labels, dtype=object)[rows].tolist()
 
 
 class Part(NamedTuple):
@@ -149,12 +233,21 @@ class ISBNPipe(SavedParts, TrainablePipe):
     def _inputs(self, records: List[TokenRecord]) -> SegmentInputs:
         return SegmentInputs(records, self.lexicon, generative=self.generative)
 
-    def token_vectors(self, docs: Sequence[Doc]) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
+    def token_vectors(self, docs: Sequence[Doc], words: Optional[Sequence[DocWords]] = None
+                      ) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
         """The conditional model's projected token vectors of ``docs`` and each
-        doc's first row in them (None for the generative model)."""
+        doc's first row in them (None for the generative model); given the
+        docs' ``words``, only their words' rows, in word order."""
         if self.generative:
             return None
-        return project_tokens(self.model, docs)[:2]
+        table, doc_rows = project_tokens(self.model, docs)[:2]
+        if words is None or all(w.all_words for w in words):
+            return table, doc_rows
+        A = len(self.core.attrs["vector_columns"])
+        template_rows = numpy.arange(A)
+        rows = numpy.concatenate([(doc_rows[d] + w.tokens[:, None] * A + template_rows).ravel()
+                                  for d, w in enumerate(words)])
+        return table[rows], numpy.cumsum([0] + [len(w) for w in words]) * A
 
     def piece_vectors(self, vectors, pieces: Sequence[Tuple[int, int, int]]) -> Optional[numpy.ndarray]:
         """The rows of ``vectors`` (:meth:`token_vectors`) of the pieces

@@ -25,6 +25,15 @@ sentence-final punctuation once a piece has ``segment_length`` tokens, and
 anywhere at twice that, so a book chapter parses in the time and memory of
 its pages.
 
+Whitespace tokens (``token.is_space``: spaCy's "\\n\\n" or the " " of a
+double space) are not words: the search reads and generates the other
+tokens only, so every score is that of the text without them.  Each hangs
+from the word before it with label "dep" (leading whitespace: from the first
+word) and belongs to that word's sentence; spans and k-best heads are token
+indices of the Doc.  A doc of whitespace only is one sentence, its first
+token the root of the others, scored as the empty text.  In training a gold
+sentence holding a whitespace token is skipped.
+
 Tags: with ``tagging = "pipeline"`` the parser reads ``token.tag_``,
 ``token.pos_`` and ``token.morph`` set by components in front of it (and
 learns from their predictions during training); with ``"joint"`` it searches
@@ -35,10 +44,10 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
 from spacy import util
-from spacy.attrs import DEP, HEAD, LOWER, MORPH, POS, TAG
+from spacy.attrs import DEP, HEAD, IS_SPACE, LOWER, MORPH, POS, TAG
 from spacy.language import Language
 from spacy.scorer import Scorer
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 from thinc.api import Config, Model
@@ -55,7 +64,7 @@ from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
 )
-from .base import ISBNPipe, write_trees
+from .base import DocWords, ISBNPipe, write_trees
 from .projectivity import deprojectivize, projectivize
 
 DEFAULT_MODEL_CONFIG = """
@@ -259,10 +268,12 @@ class ISBNParser(ISBNPipe):
 
     def _gold_trees(self, doc: Doc):
         """Yield (span, projective 1-based heads, decorated labels) per sentence;
-        sentences without a complete annotation are skipped."""
+        sentences without a complete annotation, or with a whitespace token
+        (which the parser does not read as a word), are skipped."""
+        is_space = doc.to_array(IS_SPACE) if len(doc) else None
         for start, end in self._gold_sentences(doc):
             toks = doc[start:end]
-            if any(t.dep == 0 for t in toks):
+            if any(t.dep == 0 for t in toks) or is_space[start:end].any():
                 continue
             heads = [t.head.i - start for t in toks]
             if any(h < 0 or h >= len(toks) for h in heads):
@@ -289,16 +300,24 @@ class ISBNParser(ISBNPipe):
         sentences as (start, end, absolute heads, labels), chained as in
         training (each conditioned on the one before); returns per item its
         sentences' log-probs (-inf for a tree the model cannot derive: a label
-        it never saw, too many roots).  The tags are the doc's (see ``tagging``)."""
+        it never saw, too many roots, a word headed by whitespace).  The tags
+        are the doc's (see ``tagging``).  Indices are the doc's tokens; the
+        trees are scored on its words (:class:`DocWords`), a sentence with
+        none scoring 0 and leaving the chain unbroken."""
         if not self.generative:
             raise ValueError(f"{self.name}: tree_logprobs needs objective = 'generative'")
         lex = self.lexicon
         out = [numpy.full(len(sents), -numpy.inf) for _, sents in items]
         chains: List[Tuple[int, List[int], List[Derivation]]] = []
         for i, (doc, sents) in enumerate(items):
-            records = self._records(doc)
+            words = DocWords(doc)
+            records = self._records(words.token_list())
             chain: Tuple[int, List[int], List[Derivation]] = (i, [], [])
-            for k, (start, end, heads, labels) in enumerate(sents):
+            for k, sent in enumerate(sents):
+                start, end, heads, labels = words.word_tree(*sent)
+                if start == end:
+                    out[i][k] = 0.0
+                    continue
                 local = [h - start for h in heads]
                 oracle = None
                 if all(0 <= h < end - start for h in local):
@@ -495,7 +514,8 @@ class ISBNParser(ISBNPipe):
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Tuple[int, SegmentParse]]]:
         """Per doc, the parses of its pieces (see :func:`doc_pieces`) as
-        ``(first token, parse)``, all docs' pieces searched together.
+        ``(first word, parse)``, all docs' pieces searched together; the
+        words are the doc's tokens but whitespace (:class:`DocWords`).
         Sentence starts set on the doc (``token.is_sent_start`` True or
         False) are kept; where unset the model decides.  With
         ``sentence_kbest`` (the conditional model, whose sentences are
@@ -504,16 +524,18 @@ class ISBNParser(ISBNPipe):
         docs = list(docs)
         groups: Dict[bool, list] = {False: [], True: []}
         doc_inputs = {}
-        for d, doc in enumerate(docs):
-            if len(doc) == 0:
+        doc_words = [DocWords(doc) for doc in docs]
+        for d, (doc, words) in enumerate(zip(docs, doc_words)):
+            if len(words) == 0:
                 continue
-            inputs = doc_inputs[d] = self._inputs(self._records(doc))
-            ends = [doc[i + 1].is_sent_start for i in range(len(doc) - 1)] + [True]
+            tokens = words.token_list()
+            inputs = doc_inputs[d] = self._inputs(self._records(tokens))
+            ends = words.sentence_ends()
             joint = self._tags_jointly(doc)
-            for start, end in doc_pieces([t.text for t in doc], ends,
+            for start, end in doc_pieces([t.text for t in tokens], ends,
                                          self.cfg.get("segment_length", 0)):
                 groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
-        vectors = self.token_vectors(docs)
+        vectors = self.token_vectors(docs, doc_words)
         kbest = self.cfg.get("sentence_kbest") and not self.generative
         # with per-sentence k best, the first pass only finds the sentences
         out = self._parse_pieces(len(docs), groups, vectors,
@@ -550,9 +572,17 @@ class ISBNParser(ISBNPipe):
         return out
 
     def set_annotations(self, docs: Iterable[Doc], parses) -> None:
+        """Write the trees, tags and scores of :meth:`predict`'s parses,
+        found over the words, onto the tokens (:meth:`DocWords.token_trees`):
+        a whitespace token hangs from the word before it ("dep"; from the
+        first word when leading) and belongs to that word's sentence and
+        piece.  A doc of whitespace only is one sentence: its first token the
+        root, the others attached to it, scored as the empty text (0, no
+        sentences, no k best)."""
         for doc, pieces in zip(docs, parses):
-            heads = numpy.arange(len(doc), dtype="int64")
-            deps = [""] * len(doc)
+            words = DocWords(doc)
+            heads = numpy.arange(len(words), dtype="int64")
+            deps = [""] * len(words)
             sentences, kbest = [], []
             for offset, seg in pieces:
                 for sent in seg.sentences:
@@ -560,10 +590,11 @@ class ISBNParser(ISBNPipe):
                     sent_heads, sent_labels = self._decode(sent)
                     heads[start:end] = [start + h for h in sent_heads]
                     deps[start:end] = sent_labels
-                    sentences.append([start, end, sent.logprob])
+                    sentences.append([*words.token_span(start, end), sent.logprob])
                     if sent.tags is not None:
-                        self._set_tags(doc[start:end], sent)
+                        self._set_tags(words.token_list(start, end), sent)
                 analyses = []
+                size = sum(len(sent.heads) for sent in seg.sentences)
                 for score, sents in seg.kbest:
                     tree_heads, tree_labels = [], []
                     for sent in sents:
@@ -571,21 +602,27 @@ class ISBNParser(ISBNPipe):
                         start = offset + sent.start
                         tree_heads.extend(start + h for h in sent_heads)
                         tree_labels.extend(sent_labels)
+                    if not words.all_words:
+                        token_heads, tree_labels = words.token_trees(
+                            offset, offset + size, tree_heads, tree_labels)
+                        tree_heads = token_heads.tolist()
                     analyses.append([float(score), tree_heads, tree_labels])
-                size = sum(len(sent.heads) for sent in seg.sentences)
-                kbest.append([offset, offset + size, analyses])
+                kbest.append([*words.token_span(offset, offset + size), analyses])
             if pieces:
-                write_trees(doc, heads, deps)
+                write_trees(doc, *words.token_trees(0, len(words), heads, deps))
+            elif len(doc):  # whitespace only
+                write_trees(doc, numpy.zeros(len(doc), dtype="int64"),
+                            [self._root_label] + ["dep"] * (len(doc) - 1))
             # the pieces are independent: their scores add up
             doc._.isbn_logprob = float(sum(seg.logprob for _, seg in pieces))
             doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
             doc._.isbn_sentences = sentences
             doc._.isbn_kbest = kbest
 
-    def _set_tags(self, span: Span, sent) -> None:
+    def _set_tags(self, tokens: Iterable[Token], sent) -> None:
         """Write the tags and morphology a joint search chose."""
         lex, tables = self.lexicon, self.joint_tables
-        for tok, tag, bundle in zip(span, sent.tags, sent.bundles):
+        for tok, tag, bundle in zip(tokens, sent.tags, sent.bundles):
             tag_str = lex.tags[tag]
             bundle_str = lex.bundles[bundle][1]
             known_bundle = not bundle_str.startswith("\x00")

@@ -15,7 +15,8 @@ reports is generative and exact: ``doc._.isbn_logprob`` and
 ``span._.isbn_logprob`` are the log P(trees, words) of the returned trees
 (sentences chained as in training), ``doc._.isbn_kbest`` lists each
 sentence's candidates with their generative log-probs, best first by the
-combined score.
+combined score.  As the parser's, the scores are those of the doc's words,
+its whitespace tokens left out.
 """
 from typing import Callable, Iterable, List, Optional
 

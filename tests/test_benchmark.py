@@ -1,5 +1,7 @@
-"""Tests for the non-timing logic of spacy_isbn.evaluation.benchmark (no
-model is trained and no timing is asserted)."""
+"""Tests for the benchmark (spacy_isbn.evaluation's systems, documents,
+speed, training_time, baseline, benchmark and benchmark_report) on tiny
+pipelines trained in the tests; timings are checked for sense, not speed."""
+import os
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -16,7 +18,7 @@ from spacy_isbn.evaluation import benchmark as bm
 from spacy_isbn.evaluation import baseline, benchmark_report, documents, speed, training_time
 from spacy_isbn.evaluation import systems as names
 
-from .conftest import TINY_TREEBANK
+from .conftest import TINY_TREEBANK, make_doc
 
 def metrics(las, f1=50.0):
     by_length = {name: {"precision": f1, "recall": f1, "f1": f1, "gold": 10, "pred": 10, "correct": 5}
@@ -265,6 +267,40 @@ def test_timed_train_passes_the_timed_logger_and_writes_timing(tmp_path, monkeyp
     assert 0.0 <= saved["seconds_to_best"] <= saved["seconds_total"] + 1.0
     with pytest.raises(ValueError):
         training_time.timed_train(tmp_path / "c.cfg", tmp_path / "x", overrides=["no-equals"])
+
+
+def test_timed_train_runs_spacy_train_with_the_timed_logger(tmp_path, monkeypatch, capfd):
+    """A real, tiny ``spacy train`` (a few seconds): the child finds the
+    logger by its entry point, prints spaCy's table and logs each evaluation."""
+    from importlib.metadata import entry_points
+
+    from spacy.cli.init_config import init_config
+
+    import spacy_isbn
+
+    if not any(ep.name == training_time.LOGGER for ep in entry_points(group="spacy_loggers")):
+        pytest.skip("spacy-isbn is not installed: a child spacy train cannot find its logger")
+    # the child imports this checkout's spacy_isbn, whatever is installed
+    checkout = str(Path(spacy_isbn.__file__).parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])))
+    nlp = spacy.blank("en")
+    DocBin(docs=[make_doc(nlp.vocab, w, t, h, d) for w, t, h, d in TINY_TREEBANK]).to_disk(
+        tmp_path / "tiny.spacy")
+    init_config(lang="en", pipeline=["tagger"], optimize="efficiency").to_disk(tmp_path / "c.cfg")
+    out = training_time.timed_train(tmp_path / "c.cfg", tmp_path / "train",
+                                    train=tmp_path / "tiny.spacy", dev=tmp_path / "tiny.spacy",
+                                    max_steps=10, overrides=["training.eval_frequency=5"])
+    assert "TAG_ACC" in capfd.readouterr().out  # spaCy's console table, from the child
+    saved = srsly.read_json(tmp_path / "train" / training_time.TIMING_FILE)
+    assert saved == srsly.json_loads(srsly.json_dumps(out))
+    assert [r["step"] for r in saved["rows"]] == [0, 5, 10]
+    assert all(0.0 <= r["scores"]["tag_acc"] <= 1.0 for r in saved["rows"])
+    assert saved["evaluations"] == 3 and saved["last_step"] == 10
+    assert saved["best_score"] == max(r["score"] for r in saved["rows"])
+    seconds = [r["seconds"] for r in saved["rows"]]
+    assert 0.0 < seconds[0] <= seconds[1] <= seconds[2] <= saved["seconds_total"]
+    assert saved["seconds_to_best"] in seconds
+    assert (tmp_path / "train" / "model-best").is_dir()
 
 
 def test_timed_train_raises_on_failure(tmp_path, monkeypatch):

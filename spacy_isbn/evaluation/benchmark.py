@@ -173,6 +173,20 @@ def _parser_alone_systems(p: _Pipelines, refs, settings: Sequence[str], beams: S
     return systems
 
 
+def _raw_documents(test_conll: Path, vocab, documents: Optional[Path], conllx_tags: str,
+                   limit: int, raw_beams: Sequence[int]) -> Tuple[list, dict]:
+    """The raw setting's gold documents (the first ``limit``) and the
+    result's ``raw_text`` entry describing them (its systems added later)."""
+    raw_refs, source = read_documents(test_conll, vocab, documents, conllx_tags=conllx_tags)
+    raw_refs = raw_refs[: limit or None]
+    raw = {"test": str(test_conll), "documents": source, "docs": len(raw_refs),
+           "sentences": sum(len(d.user_data["isbn_sentences"]) for d in raw_refs),
+           "words": sum(len(d) for d in raw_refs), "beams": [int(b) for b in raw_beams]}
+    log(f"{test_conll}: {raw['docs']} documents ({source}), {raw['sentences']} sentences, "
+        f"{raw['words']} words")
+    return raw_refs, raw
+
+
 def _raw_systems(p: _Pipelines, raw_refs, raw_beams: Sequence[int]) -> dict:
     """(RAW, name) -> how to run it: spaCy's whole pipeline, and the isbn
     pipeline at each beam with pipeline or joint tagging."""
@@ -255,28 +269,35 @@ def _timed_rounds(systems: dict, rounds: int, batch_size: int):
     return seconds, search
 
 
+def _process_speedups(p: _Pipelines, refs, processes: int, batch_size: int) -> List[dict]:
+    """``nlp.pipe(n_process=processes)`` against one process: the parsers
+    alone on gold-tagged docs, then each whole pipeline on the same docs'
+    texts as a user's raw text (the same docs keep the batches comparable)."""
+    speedups = [
+        process_speedup(p.nlp, p.tok2vecs + [p.parser], refs, processes, batch_size, None,
+                        p.multiroot)
+    ] + [process_speedup(p.nlp, [ISBN], refs, processes, batch_size, b) for b in (1, 10)]
+    speedups.append(process_speedup(
+        p.nlp, p.baseline_pipeline, refs, processes, batch_size, None, text=True))
+    isbn_text = _raw_isbn_system(p.isbn_nlp, p.raw_isbn, 1, "pipeline")
+    if "error" not in isbn_text:
+        p.raw_isbn.cfg.update(isbn_text["cfg"])
+        speedups += [
+            process_speedup(p.isbn_nlp, isbn_text["components"], refs, processes, batch_size,
+                            b, isbn=p.isbn_source, text=True) for b in (1, 10)]
+    return speedups
+
+
 def _scale(p: _Pipelines, refs, settings, *, long_doc_tokens: int, processes: int,
            batch_size: int, train_path: Optional[Path], train_docs: int) -> dict:
-    """One long document, nlp.pipe with several processes (gold-tagged docs
-    and a user's raw text), and training updates."""
+    """What batched parsing of the test docs does not show: one long
+    document (gold setting), several processes (gold setting) and training
+    updates (when ``train_path`` exists)."""
     scale = {}
     if "gold" in settings and long_doc_tokens:
         scale["long_document"] = long_document_speed(p.nlp, ISBN, refs, long_doc_tokens, beam=10)
     if "gold" in settings and processes > 1:
-        scale["processes"] = [
-            process_speedup(p.nlp, p.tok2vecs + [p.parser], refs, processes, batch_size, None,
-                            p.multiroot)
-        ] + [process_speedup(p.nlp, [ISBN], refs, processes, batch_size, b) for b in (1, 10)]
-        # a user's raw text: the same docs' texts as strings through each whole
-        # pipeline (the same docs keep the batches' sizes comparable)
-        isbn_text = _raw_isbn_system(p.isbn_nlp, p.raw_isbn, 1, "pipeline")
-        scale["processes"].append(process_speedup(
-            p.nlp, p.baseline_pipeline, refs, processes, batch_size, None, text=True))
-        if "error" not in isbn_text:
-            p.raw_isbn.cfg.update(isbn_text["cfg"])
-            scale["processes"] += [
-                process_speedup(p.isbn_nlp, isbn_text["components"], refs, processes, batch_size,
-                                b, isbn=p.isbn_source, text=True) for b in (1, 10)]
+        scale["processes"] = _process_speedups(p, refs, processes, batch_size)
     if train_path is not None and Path(train_path).exists() and train_docs:
         scale["update"] = update_speed(p.nlp, ISBN, Path(train_path), train_docs)
     return scale
@@ -300,6 +321,14 @@ def _add_speeds(results: dict, systems: dict, seconds: dict, search: dict,
         ratios = speed_ratios({k[1]: results[k]["words_per_second"] for k in keys}, reference)
         for k in keys:
             results[k]["ratio_to_spacy"] = ratios[k[1]]
+
+
+def _long_document_ratio(long_document: dict, results: dict) -> None:
+    """The long document's words/s as a share of the batched gold setting's
+    at the same beam (10), so segmenting's cost reads directly."""
+    batched = results.get(("gold", system_name(ISBN, 10, "gold")), {}).get("words_per_second")
+    if batched:
+        long_document["ratio_to_batched"] = long_document["words_per_second"] / batched
 
 
 def _method(p: _Pipelines, raw: Optional[dict], settings, batch_size: int, rounds: int) -> dict:
@@ -370,9 +399,10 @@ def run_benchmark(
     ``conllx_tags``, see :func:`~.documents.read_documents`) at ``raw_beams``;
     ``gold`` and ``pipeline`` parse ``test_path`` at ``beams``.  ``limit``
     keeps the first N docs of each.  With the gold setting, also one doc of
-    ``long_doc_tokens`` tokens without sentence boundaries, ``nlp.pipe(n_process=processes)``
-    and the words/sec of training updates on the first ``train_docs`` docs of
-    ``train_path`` (:mod:`.speed`).  Returns the JSON-serialisable result (see
+    ``long_doc_tokens`` tokens without sentence boundaries and
+    ``nlp.pipe(n_process=processes)``; given ``train_path``, the words/sec of
+    training updates on its first ``train_docs`` docs (:mod:`.speed`).
+    Returns the JSON-serialisable result (see
     :func:`~.benchmark_report.render_benchmark_markdown`)."""
     unknown = sorted(set(settings) - set(ALL_SETTINGS))
     if unknown:
@@ -390,13 +420,8 @@ def run_benchmark(
     systems = _parser_alone_systems(p, refs, settings, beams)
     raw = None
     if RAW in settings:
-        raw_refs, source = read_documents(test_conll, p.nlp.vocab, documents, conllx_tags=conllx_tags)
-        raw_refs = raw_refs[: limit or None]
-        raw = {"test": str(test_conll), "documents": source, "docs": len(raw_refs),
-               "sentences": sum(len(d.user_data["isbn_sentences"]) for d in raw_refs),
-               "words": sum(len(d) for d in raw_refs), "beams": [int(b) for b in raw_beams]}
-        log(f"{test_conll}: {raw['docs']} documents ({source}), {raw['sentences']} sentences, "
-            f"{raw['words']} words")
+        raw_refs, raw = _raw_documents(test_conll, p.nlp.vocab, documents, conllx_tags, limit,
+                                       raw_beams)
         systems.update(_raw_systems(p, raw_refs, raw_beams))
     for spec in systems.values():
         spec["words"] = sum(len(d) for d in spec["refs"])
@@ -410,10 +435,8 @@ def run_benchmark(
     _add_speeds(results, systems, seconds, search, settings)
     if raw is not None:
         raw["systems"] = {name: r for (setting, name), r in results.items() if setting == RAW}
-    batched = results.get(("gold", system_name(ISBN, 10, "gold")), {}).get("words_per_second")
-    if "long_document" in scale and batched:
-        scale["long_document"]["ratio_to_batched"] = (
-            scale["long_document"]["words_per_second"] / batched)
+    if "long_document" in scale:
+        _long_document_ratio(scale["long_document"], results)
     baseline_timing = baseline_timing or Path(baseline_model).parent / TIMING_FILE
     isbn_timing = isbn_timing or Path(isbn_model).parent / TIMING_FILE
     return {

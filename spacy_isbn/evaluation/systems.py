@@ -8,6 +8,7 @@ BASELINE_PIPELINE = "tagger,morphologizer,parser"
 
 
 def log(msg: str) -> None:
+    """Progress on stdout, flushed: benchmarks and training run for hours."""
     print(msg, flush=True)
 
 

@@ -30,12 +30,15 @@ def tagged_examples(nlp, n_docs, seed=0):
     return out
 
 
-@pytest.fixture(scope="module")
-def pipeline():
+def reranked_pipeline(window_size=None):
     """tok2vec, tagger, a conditional isbn_parser (per-sentence k best) and
-    the generative isbn_reranker, trained together on tiny docs."""
+    the generative isbn_reranker, trained together on tiny docs;
+    ``window_size``: the tok2vec's (None: tok2vec_config's)."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("tok2vec", config={"model": tok2vec_config(32)})
+    tok2vec = tok2vec_config(32)
+    if window_size is not None:
+        tok2vec["encode"]["window_size"] = window_size
+    nlp.add_pipe("tok2vec", config={"model": tok2vec})
     nlp.add_pipe("tagger", config={"model": {
         "@architectures": "spacy.Tagger.v2",
         "tok2vec": tok2vec_config(32, listener=True)}})
@@ -50,6 +53,11 @@ def pipeline():
     for _ in range(40):
         nlp.update(egs, sgd=optimizer, annotates=["tagger"])
     return nlp, egs
+
+
+@pytest.fixture(scope="module")
+def pipeline():
+    return reranked_pipeline()
 
 
 def test_conditional_parser_leaves_each_sentences_k_best(pipeline):

@@ -6,8 +6,8 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .test_conditional import examples, inline_parser, parser_config, tok2vec_config
-from .test_reranker import tagged_examples
+from .test_conditional import examples, inline_parser
+from .test_reranker import reranked_pipeline, tagged_examples
 
 TEXTS = [
     "the dog barks .\n\ncats sleep .",
@@ -39,23 +39,7 @@ def reranked():
     """tok2vec, tagger, a conditional isbn_parser (per-sentence k best) and
     isbn_reranker.  The tok2vec reads no neighbours (window 0), so a word's
     vector, and so every score, is the same with whitespace around it."""
-    nlp = spacy.blank("en")
-    tok2vec = tok2vec_config(32)
-    tok2vec["encode"]["window_size"] = 0
-    nlp.add_pipe("tok2vec", config={"model": tok2vec})
-    nlp.add_pipe("tagger", config={"model": {
-        "@architectures": "spacy.Tagger.v2", "tok2vec": tok2vec_config(32, listener=True)}})
-    config = parser_config(listener=True, width=32, beam_width=4)
-    config["sentence_kbest"] = True
-    nlp.add_pipe("isbn_parser", config=config)
-    nlp.add_pipe("isbn_reranker", config={"rerank_weight": 0.5, "model": {
-        "@architectures": "spacy_isbn.ISBNParser.v1", "hidden_width": 12, "init_scale": 0.5}})
-    egs = tagged_examples(nlp, 16)
-    optimizer = nlp.initialize(lambda: egs)
-    optimizer.learn_rate = 0.01
-    for _ in range(40):
-        nlp.update(egs, sgd=optimizer, annotates=["tagger"])
-    return nlp
+    return reranked_pipeline(window_size=0)[0]
 
 
 def system(name, generative, reranked):

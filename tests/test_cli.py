@@ -495,3 +495,16 @@ def test_bad_values_and_wrong_pipelines_are_refused_before_any_output(tmp_path):
     DocBin().to_disk(nothing)
     assert f"{nothing} holds no documents" in _error(["evaluate", model, nothing, tmp_path / "m.json"])
     assert not (tmp_path / "rows.json").exists() and not (tmp_path / "m.json").exists()
+
+
+def test_a_failed_child_process_is_one_line(tmp_path, monkeypatch):
+    from spacy_isbn import jackknife as jk
+
+    def failing(*args, **kwargs):
+        raise subprocess.CalledProcessError(2, [sys.executable, "-m", "spacy", "train", "x.cfg"])
+
+    monkeypatch.setattr(jk, "jackknife", failing)
+    corpus = tmp_path / "c.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus)])
+    msg = _error(["jackknife", REPO / "configs" / "ewt.cfg", corpus, corpus, tmp_path / "out.spacy"])
+    assert msg.endswith("failed with exit status 2") and "-m spacy train" in msg

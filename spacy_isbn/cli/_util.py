@@ -3,6 +3,7 @@
 Commands are thin typer functions that check their arguments and call a
 plain function (as in ``spacy/cli/``); a mistake in what was asked for is
 raised as :class:`spacy_isbn.errors.UserError` and shown as one line."""
+import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -46,6 +47,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         sys.exit(f"error: {err.format_message()}")
     except typer.Abort:
         sys.exit("error: aborted")
+    except subprocess.CalledProcessError as err:  # a child (spacy train, ...) failed: its message is above
+        sys.exit(f"error: {' '.join(map(str, err.cmd[:4]))} ... failed with exit status {err.returncode}")
     except OSError as err:  # a file that cannot be read or written (permissions, space, ...)
         name = f"{err.filename}: " if err.filename else ""
         sys.exit(f"error: {name}{err.strerror or err}")

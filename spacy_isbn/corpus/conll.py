@@ -389,10 +389,18 @@ def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu") -> i
     count = 0
     with atomic_open(output_path, "w") as out:
         for doc in docs:
-            for span, record, own in _doc_blocks(doc, fmt):
+            for _, lines in conll_blocks(doc, fmt, count + 1):
                 count += 1
-                out.write("\n".join(_sentence_lines(span, record, fmt, count, own)) + "\n\n")
+                out.write("\n".join(lines) + "\n\n")
     return count
+
+
+def conll_blocks(doc: Doc, fmt: str = "conllu", first_number: int = 1) -> Iterator[tuple[Span, list[str]]]:
+    """Per sentence of ``doc`` as :func:`docs_to_conll` writes it: its span
+    and its lines (sentences numbered from ``first_number`` where the input
+    gave no ``# sent_id``)."""
+    for k, (span, record, own) in enumerate(_doc_blocks(doc, fmt)):
+        yield span, _sentence_lines(span, record, fmt, first_number + k, own)
 
 
 def _doc_blocks(doc: Doc, fmt: str) -> Iterator[tuple[Span, dict | None, bool]]:
@@ -448,10 +456,12 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     its DEPS where every head they name exists (else ``_``).  A sentence
     without them gets ``# sent_id = number`` and its ``# text``, so the
     CoNLL-U stays valid."""
-    n = len(span)
     from_input = own and record is not None
+    # the words: a Doc's whitespace tokens are no words, they go into MISC (SpacesAfter)
+    words = list(span) if from_input or record is not None else [t for t in span if not t.is_space]
+    n = len(words)
     if record is None:
-        record = _columns_from_tokens(span, fmt)
+        record = _columns_from_tokens(words, fmt)
     elif len(record["lemma"]) != n:
         raise ValueError(
             f"sentence at token {span.start} has {n} tokens but user_data[{CONLL_KEY!r}] "
@@ -461,7 +471,7 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     multiword: dict[int, tuple[int, str, str]] = {}
     empty: dict[int, list[str]] = {}
     if fmt == "conllu":
-        text = span.text.rstrip()
+        text = " ".join(span.text.split())  # one line
         # the input sentence's comments (its text regenerated), else an id and the text
         comments = [c if not c.startswith("# text =") else f"# text = {text}"
                     for c in (record.get("comments", []) if from_input else [])]
@@ -476,13 +486,13 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     # the node ids a DEPS head may name: ROOT, the words, the empty nodes
     nodes = {str(k) for k in range(n + 1)} | {line.split("\t", 1)[0] for lines in empty.values()
                                               for line in lines}
-    for i, token in enumerate(span):
+    word_id = {token.i: k + 1 for k, token in enumerate(words)}
+    for i, token in enumerate(words):
         lines += empty.get(i, [])
         if i in multiword:
             last, form, misc = multiword[i]
             lines.append("\t".join([f"{i + 1}-{last + 1}", form] + ["_"] * 7 + [misc]))
-        head = token.head.i
-        head_id = head - span.start + 1 if head != token.i and span.start <= head < span.end else 0
+        head_id = word_id.get(token.head.i, 0) if token.head.i != token.i else 0
         deprel = token.dep_ or "_"
         # DEPS (CoNLL-X: PHEAD, with PDEPREL in MISC) name nodes of the input sentence
         deps, misc = (record["deps"][i], record["misc"][i]) if own else ("_", "_")
@@ -512,12 +522,29 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     return lines
 
 
-def _columns_from_tokens(span: Span, fmt: str) -> dict:
-    """The kept columns of a Doc that did not come from ``sentences_to_docs``."""
-    doc = span.doc
+_SPACE_ESCAPES = str.maketrans({"\\": "\\\\", " ": "\\s", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _spacing(token, fmt: str) -> str:
+    """MISC's note of what follows a word: ``_`` (one space), ``SpaceAfter=No``,
+    or ``SpacesAfter=`` the escaped spacing (the whitespace tokens after it
+    too), as UDPipe writes it."""
+    doc = token.doc
+    after = token.whitespace_
+    k = token.i + 1
+    while k < len(doc) and doc[k].is_space:
+        after += doc[k].text_with_ws
+        k += 1
+    if fmt != "conllu" or after == " " or k >= len(doc) and not after.strip(" "):
+        return "_"
+    return "SpaceAfter=No" if not after else "SpacesAfter=" + after.translate(_SPACE_ESCAPES)
+
+
+def _columns_from_tokens(words, fmt: str) -> dict:
+    """The kept columns of the words of a Doc that did not come from
+    ``sentences_to_docs``."""
     columns: dict[str, list[str]] = {name: [] for name in _KEPT_COLUMNS}
-    for token in span:
-        no_space = fmt == "conllu" and not token.whitespace_ and token.i + 1 < len(doc)
+    for token in words:
         upos, xpos, feats = token.pos_, token.tag_, str(token.morph)
         if fmt == "conllx":
             upos, xpos, feats = _conllx_tags(token)
@@ -526,7 +553,7 @@ def _columns_from_tokens(span: Span, fmt: str) -> dict:
         columns["xpos"].append(xpos or "_")
         columns["feats"].append(morph_from_spacy(feats) or "_")
         columns["deps"].append("_")
-        columns["misc"].append("SpaceAfter=No" if no_space else "_")
+        columns["misc"].append(_spacing(token, fmt))
     return columns
 
 

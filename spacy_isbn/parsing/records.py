@@ -1,0 +1,214 @@
+"""A corpus as numbered records, read lazily: plain text (one document per
+line, or per blank-line-separated paragraph), JSONL (a ``text`` field, or
+pre-tokenised ``words``; every other field kept as metadata) or CoNLL-U
+(gold words and sentences, tags where given); files, directories and globs,
+``.gz`` too.  A record that cannot be parsed (invalid JSON, bytes that are
+not UTF-8, an empty or enormous document) is a :class:`Reject` with its file,
+line and reason; it keeps its number, so shards cover the same records
+whatever was rejected."""
+from __future__ import annotations
+
+import glob
+import gzip
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, List, Optional, Union
+
+FORMATS = ("text", "jsonl", "conllu")
+TEXT_UNITS = ("line", "paragraph")
+
+
+@dataclass
+class Record:
+    """One document to parse: its text or words, where it came from, and the
+    input's other fields (JSONL) to carry into the output."""
+    where: str  # file:line
+    text: Optional[str] = None
+    words: Optional[List[str]] = None
+    spaces: Optional[List[bool]] = None
+    sent_starts: Optional[List[bool]] = None
+    tags: Optional[List[str]] = None
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class Reject:
+    where: str
+    reason: str
+
+
+Item = Union[Record, Reject]
+
+
+def input_files(inputs: List[str]) -> List[Path]:
+    """The files named, the files under directories named, the files a glob
+    matches; sorted within each, so a run reads them in the same order."""
+    files: List[Path] = []
+    for spec in inputs:
+        path = Path(spec)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.is_file())
+        elif path.exists():
+            files.append(path)
+        else:
+            matched = sorted(Path(p) for p in glob.glob(spec, recursive=True) if Path(p).is_file())
+            if not matched:
+                raise FileNotFoundError(f"no input file matches {spec}")
+            files += matched
+    return files
+
+
+def file_format(path: Path, given: str = "auto") -> str:
+    if given != "auto":
+        return given
+    suffixes = [s for s in path.suffixes if s != ".gz"]
+    last = suffixes[-1] if suffixes else ""
+    return {".jsonl": "jsonl", ".conllu": "conllu", ".conll": "conllu"}.get(last, "text")
+
+
+def read_records(files: List[Path], fmt: str = "auto", text_unit: str = "line",
+                 max_chars: int = 1_000_000) -> Iterator[Item]:
+    """Every record of ``files`` in order, lazily."""
+    for path in files:
+        kind = file_format(path, fmt)
+        lines = _lines(path)
+        if kind == "jsonl":
+            items = _jsonl(path, lines)
+        elif kind == "conllu":
+            items = _conllu(path, lines)
+        else:
+            items = _text(path, lines, text_unit)
+        for item in items:
+            if isinstance(item, Record):
+                size = len(item.text) if item.text is not None else sum(map(len, item.words))
+                if size == 0 or (item.text is not None and not item.text.strip()):
+                    item = Reject(item.where, "empty document")
+                elif size > max_chars:
+                    item = Reject(item.where, f"{size} characters: more than --max-chars {max_chars}")
+            yield item
+
+
+def _lines(path: Path) -> Iterator[Union[str, Reject]]:
+    """The file's lines (a BOM dropped), or a Reject for a line that is not UTF-8."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                yield raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as err:
+                yield Reject(f"{path}:{lineno}", f"not UTF-8 (byte 0x{raw[err.start]:02x} at "
+                                                 f"column {err.start + 1})")
+
+
+def _text(path: Path, lines, unit: str) -> Iterator[Item]:
+    if unit == "line":
+        for lineno, line in enumerate(lines, 1):
+            yield line if isinstance(line, Reject) else Record(f"{path}:{lineno}", text=line)
+        return
+    block: List[str] = []
+    start = 0
+    bad: Optional[Reject] = None
+    for lineno, line in enumerate(lines, 1):
+        if isinstance(line, Reject):
+            bad = bad or line
+            start = start or lineno
+            continue
+        if line.strip():
+            start = start or lineno
+            block.append(line)
+        elif block or bad:
+            yield bad or Record(f"{path}:{start}", text="\n".join(block))
+            block, start, bad = [], 0, None
+    if block or bad:
+        yield bad or Record(f"{path}:{start}", text="\n".join(block))
+
+
+def _jsonl(path: Path, lines) -> Iterator[Item]:
+    for lineno, line in enumerate(lines, 1):
+        where = f"{path}:{lineno}"
+        if isinstance(line, Reject):
+            yield line
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as err:
+            yield Reject(where, f"invalid JSON ({err.msg} at column {err.colno})")
+            continue
+        if not isinstance(obj, dict):
+            yield Reject(where, "not a JSON object")
+            continue
+        text, words = obj.pop("text", None), obj.pop("words", None)
+        spaces = obj.pop("spaces", None)
+        if isinstance(text, str):
+            yield Record(where, text=text, meta=obj)
+        elif isinstance(words, list) and all(isinstance(w, str) and w for w in words):
+            if spaces is not None and (not isinstance(spaces, list) or len(spaces) != len(words)):
+                yield Reject(where, "spaces must be a list as long as words")
+            else:
+                yield Record(where, words=words, spaces=[bool(s) for s in spaces] if spaces else None,
+                             meta=obj)
+        else:
+            yield Reject(where, "no text (a string) and no words (a list of non-empty strings)")
+
+
+def _conllu(path: Path, lines) -> Iterator[Item]:
+    """Documents of CoNLL-U sentences (``# newdoc`` starts one; without any,
+    each sentence is one), validated by the package's reader."""
+    from ..corpus.conll import _parse_block
+    from ..errors import UserError
+
+    doc: List = []
+    doc_line = 0
+    block: List[str] = []
+    start = 0
+
+    def finish_doc():
+        words, spaces, starts, tags = [], [], [], []
+        for sent in doc:
+            starts += [True] + [False] * (len(sent.words) - 1)
+            words += sent.words
+            spaces += sent.spaces
+            tags += [x if x != "_" else "" for x in sent.xpos]
+        return Record(f"{path}:{doc_line}", words=words, spaces=spaces, sent_starts=starts,
+                      tags=tags if any(tags) else None)
+
+    marked = _has_newdoc(path)
+    for lineno, line in enumerate(itertools.chain(lines, [""]), 1):
+        if isinstance(line, Reject):
+            yield line
+            continue
+        if line.strip():
+            if not block:
+                start = lineno
+            block.append(line)
+            continue
+        if not block:
+            continue
+        newdoc = any(c.startswith("# newdoc") for c in block if c.startswith("#"))
+        if doc and (newdoc or not marked):
+            yield finish_doc()
+            doc = []
+        try:
+            sent = _parse_block(path, start, block, "conllu")
+        except UserError as err:
+            yield Reject(f"{path}:{start}", str(err).split(": ", 1)[-1])
+        else:
+            if not doc:
+                doc_line = start
+            doc.append(sent)
+        block = []
+    if doc:
+        yield finish_doc()
+
+
+def _has_newdoc(path: Path) -> bool:
+    """Whether the file marks its documents (one pass over its bytes)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        return any(line.startswith(b"# newdoc") for line in f)

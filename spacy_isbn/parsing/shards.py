@@ -1,0 +1,145 @@
+"""A resumable parse of a corpus: the records are cut into numbered shards
+of ``shard_size`` records; each shard's documents (and its rejects) are
+written whole, then the manifest says the shard is done.  Killed at any
+moment and run again with the same arguments, the run skips the finished
+shards and redoes the rest, each shard parsed in the same batches, so the
+output equals an uninterrupted run's, byte for byte."""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, List
+
+import srsly
+from spacy.tokens import Doc
+
+from ..corpus.files import write_json, write_text
+from ..errors import UserError
+from .records import Record, Reject, input_files, read_records
+from .writers import OUTPUT_FORMATS, write_shard
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class ParseJob:
+    model: str
+    inputs: List[str]
+    output: str
+    input_format: str = "auto"
+    text_unit: str = "line"
+    output_format: str = "conllu"
+    shard_size: int = 1000
+    batch_size: int = 64
+    beam_width: int = 0  # 0: the pipeline's own
+    max_chars: int = 100_000
+    n_process: int = 1
+
+    def fingerprint(self) -> dict:
+        """What a resumed run must share with the first (``n_process`` may
+        change: a process parses whole batches, the same ones; the output
+        directory is where the manifest is)."""
+        out = asdict(self)
+        del out["n_process"], out["output"]
+        return out
+
+
+def shard_path(output: Path, k: int, fmt: str) -> Path:
+    return output / f"shard-{k:05d}{OUTPUT_FORMATS[fmt]}"
+
+
+def rejects_path(output: Path, k: int) -> Path:
+    return output / f"rejects-{k:05d}.tsv"
+
+
+def _shards(items: Iterable, size: int) -> Iterator[List]:
+    it = iter(items)
+    while True:
+        chunk = list(itertools.islice(it, size))
+        if not chunk:
+            return
+        yield chunk
+
+
+def _load_manifest(job: ParseJob) -> dict:
+    path = Path(job.output) / MANIFEST
+    if not path.exists():
+        return {"job": job.fingerprint(), "shards": {}}
+    manifest = srsly.read_json(path)
+    if manifest.get("job") != job.fingerprint():
+        raise UserError(f"{job.output} holds the shards of a run with other arguments "
+                        f"(see {path}): give another output directory, or the same arguments to "
+                        "resume that run")
+    return manifest
+
+
+def _doc(nlp, record: Record) -> Doc:
+    if record.text is not None:
+        return nlp.make_doc(record.text)
+    doc = Doc(nlp.vocab, words=record.words, spaces=record.spaces, sent_starts=record.sent_starts)
+    if record.tags is not None:
+        for token, tag in zip(doc, record.tags):
+            token.tag_ = tag
+    return doc
+
+
+def run_parse(job: ParseJob, nlp=None, progress: bool = True) -> dict:
+    """Parse the job's inputs into its output directory (resuming a killed
+    run); returns the summary: documents, rejects, words, shards done now
+    and before, seconds, words/s."""
+    import spacy
+    from tqdm import tqdm
+
+    output = Path(job.output)
+    output.mkdir(parents=True, exist_ok=True)
+    manifest = _load_manifest(job)
+    files = input_files(job.inputs)
+    if nlp is None:
+        nlp = spacy.load(job.model)
+    if job.beam_width:
+        for name in nlp.pipe_names:
+            if "beam_width" in getattr(nlp.get_pipe(name), "cfg", {}):
+                nlp.get_pipe(name).cfg["beam_width"] = job.beam_width
+    items = read_records(files, job.input_format, job.text_unit, job.max_chars)
+    done_before = len(manifest["shards"])
+    start = time.perf_counter()
+    parsed_words = 0
+    bar = tqdm(unit="doc", disable=not progress, desc="parse")
+    for k, chunk in enumerate(_shards(items, job.shard_size)):
+        entry = manifest["shards"].get(str(k))
+        if entry is not None and shard_path(output, k, job.output_format).exists():
+            bar.update(entry["docs"] + entry["rejects"])
+            continue
+        records = [r for r in chunk if isinstance(r, Record)]
+        rejects = [r for r in chunk if isinstance(r, Reject)]
+        docs = list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size,
+                             n_process=job.n_process))
+        write_shard(shard_path(output, k, job.output_format), job.output_format,
+                    list(zip(records, docs)))
+        if rejects:
+            write_text(rejects_path(output, k), "".join(f"{r.where}\t{r.reason}\n" for r in rejects))
+        words = sum(len(d) for d in docs)
+        parsed_words += words
+        manifest["shards"][str(k)] = {"first_record": k * job.shard_size, "records": len(chunk),
+                                      "docs": len(docs), "rejects": len(rejects), "words": words}
+        write_json(output / MANIFEST, manifest)
+        bar.update(len(chunk))
+        seconds = time.perf_counter() - start
+        bar.set_postfix(words_per_s=f"{parsed_words / max(seconds, 1e-9):.0f}", shards=k + 1)
+    bar.close()
+    seconds = time.perf_counter() - start
+    shards = manifest["shards"].values()
+    return {"output": str(output), "shards": len(manifest["shards"]),
+            "shards_resumed": done_before, "docs": sum(s["docs"] for s in shards),
+            "rejects": sum(s["rejects"] for s in shards), "words": sum(s["words"] for s in shards),
+            "words_parsed_now": parsed_words, "seconds": seconds,
+            "words_per_second": parsed_words / max(seconds, 1e-9)}
+
+
+def read_rejects(output: Path) -> List[str]:
+    """Every rejects line of a finished run, in shard order."""
+    return [line for path in sorted(Path(output).glob("rejects-*.tsv"))
+            for line in path.read_text(encoding="utf8").splitlines()]
+

@@ -1,0 +1,152 @@
+"""``spacy-isbn parse``: formats in and out, rejects, resuming a killed run."""
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from spacy.training import Example
+
+from spacy_isbn.cli import main
+from spacy_isbn.parsing.shards import MANIFEST, ParseJob, read_rejects, run_parse
+
+from .conftest import TINY_TREEBANK, make_doc
+from .conllu_check import conllu_problems
+
+SENTENCES = ["the dog barks .", "a cat sees the dog .", "cats sleep .", "the old man sleeps ."]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A tiny trained pipeline on disk (its parser tags jointly: no tagger)."""
+    nlp = spacy.blank("en")
+    examples = [Example(make_doc(nlp.vocab, w, t, one_sentence=True), make_doc(nlp.vocab, w, t, h, d))
+                for w, t, h, d in TINY_TREEBANK]
+    nlp.add_pipe("isbn_parser", config={"cutoff": 1, "beam_width": 2, "model": {"hidden_width": 16}})
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    path = tmp_path_factory.mktemp("model") / "nlp"
+    nlp.to_disk(path)
+    return path
+
+
+def _corpus(tmp_path, n_docs: int):
+    lines = [" ".join(SENTENCES[(i + k) % 4] for k in range(1 + i % 3)) for i in range(n_docs)]
+    path = tmp_path / "docs.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf8")
+    return path
+
+
+def _outputs(directory):
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def test_every_input_and_output_format(model, tmp_path):
+    text = tmp_path / "in.txt.gz"
+    with gzip.open(text, "wt", encoding="utf8") as f:
+        f.write("the dog barks .\nthe dog\nbarks .\n\ncats sleep .\n")
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(json.dumps({"text": "the dog barks .", "id": "a"}) + "\n"
+                     + json.dumps({"words": ["cats", "sleep", "."], "id": "b"}) + "\n", encoding="utf8")
+    conllu = tmp_path / "in.conllu"
+    conllu.write_text("# newdoc id = d1\n# sent_id = 1\n# text = cats sleep\n"
+                      "1\tcats\t_\t_\tNNS\t_\t2\tnsubj\t_\t_\n2\tsleep\t_\t_\tVBP\t_\t0\troot\t_\t_\n\n",
+                      encoding="utf8")
+    for unit, n_docs in (("line", 4), ("paragraph", 2)):
+        out = tmp_path / f"text-{unit}"
+        main(["parse", str(model), str(text), str(out), "--text-unit", unit, "--no-progress"])
+        written = (out / "shard-00000.conllu").read_text(encoding="utf8")
+        assert conllu_problems(written.replace("# newdoc", "# x")) == []
+        assert written.count("# newdoc id") == n_docs and "# isbn_logprob = -" in written
+    out = tmp_path / "jsonl"
+    main(["parse", str(model), str(jsonl), str(out), "--output-format", "jsonl", "--no-progress"])
+    rows = [json.loads(line) for line in (out / "shard-00000.jsonl").read_text(encoding="utf8").splitlines()]
+    assert [r["id"] for r in rows] == ["a", "b"] and rows[1]["words"] == ["cats", "sleep", "."]
+    assert all(len(r["heads"]) == len(r["words"]) == len(r["deps"]) for r in rows)
+    assert all(r["logprob"] < 0 and r["sentences"] for r in rows)
+    out = tmp_path / "spacy"
+    main(["parse", str(model), str(conllu), str(out), "--output-format", "spacy", "--no-progress"])
+    [doc] = DocBin().from_disk(out / "shard-00000.spacy").get_docs(spacy.blank("en").vocab)
+    assert [t.text for t in doc] == ["cats", "sleep"] and [t.tag_ for t in doc] == ["NNS", "VBP"]
+    assert [t.head.i for t in doc] == [1, 1]
+
+
+def test_bad_records_go_to_the_rejects_with_file_line_and_reason(model, tmp_path):
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_bytes(b'{"text": "the dog barks ."}\n{not json\n{"text": ""}\n'
+                      b'{"text": "caf\xe9 noir"}\n[1, 2]\n{"words": "cats"}\n'
+                      + json.dumps({"text": "x " * 60}).encode() + b'\n{"text": "cats sleep ."}\n')
+    summary = run_parse(ParseJob(model=str(model), inputs=[str(jsonl)], output=str(tmp_path / "o"),
+                                 output_format="jsonl", shard_size=3, max_chars=100), progress=False)
+    rejects = read_rejects(tmp_path / "o")
+    assert [line.split("\t")[0] for line in rejects] == [f"{jsonl}:{n}" for n in (2, 3, 4, 5, 6, 7)]
+    reasons = [line.split("\t")[1] for line in rejects]
+    assert reasons[0].startswith("invalid JSON") and reasons[1] == "empty document"
+    assert reasons[2].startswith("not UTF-8") and reasons[3] == "not a JSON object"
+    assert reasons[4].startswith("no text") and "more than --max-chars 100" in reasons[5]
+    assert summary["docs"] == 2 and summary["rejects"] == 6
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_run_stopped_after_any_shard_resumes_to_the_same_bytes(model, tmp_path):
+    corpus = _corpus(tmp_path, 60)
+    whole = ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "whole"), shard_size=7)
+    run_parse(whole, progress=False)
+    expected = _outputs(tmp_path / "whole")
+    assert len([n for n in expected if n.startswith("shard-")]) == 9
+    nlp = spacy.load(model)
+    for stop_after in (1, 4, 8):
+        out = tmp_path / f"stopped-{stop_after}"
+        job = ParseJob(**{**whole.__dict__, "output": str(out)})
+        calls = []
+        real_pipe = nlp.pipe
+
+        def crashing_pipe(docs, **kwargs):
+            if len(calls) == stop_after:
+                raise _Crash()
+            calls.append(1)
+            return real_pipe(docs, **kwargs)
+
+        nlp.pipe = crashing_pipe
+        with pytest.raises(_Crash):
+            run_parse(job, nlp=nlp, progress=False)
+        nlp.pipe = real_pipe
+        summary = run_parse(job, nlp=nlp, progress=False)
+        assert summary["shards_resumed"] == stop_after
+        assert _outputs(out) == expected
+
+
+def test_kill_9_at_any_moment_then_resume_gives_the_same_output(model, tmp_path):
+    corpus = _corpus(tmp_path, 400)
+    args = [sys.executable, "-m", "spacy_isbn", "parse", str(model), str(corpus)]
+    options = ["--shard-size", "20", "--no-progress"]
+    subprocess.run(args + [str(tmp_path / "whole")] + options, check=True, capture_output=True)
+    expected = _outputs(tmp_path / "whole")
+    out = tmp_path / "killed"
+    for delay in (2.5, 0.5, 1.5):
+        proc = subprocess.Popen(args + [str(out)] + options, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    subprocess.run(args + [str(out)] + options, check=True, capture_output=True)
+    assert not list(out.glob(".*.tmp"))  # no temporary file left behind counts as output
+    assert {k: v for k, v in _outputs(out).items()} == expected
+
+
+def test_another_runs_directory_is_refused(model, tmp_path):
+    corpus = _corpus(tmp_path, 5)
+    run_parse(ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "o")), progress=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["parse", str(model), str(corpus), str(tmp_path / "o"), "--shard-size", "2", "--no-progress"])
+    assert "holds the shards of a run with other arguments" in exc.value.code
+    assert json.loads((tmp_path / "o" / MANIFEST).read_text())["job"]["shard_size"] == 1000

@@ -150,3 +150,34 @@ def test_another_runs_directory_is_refused(model, tmp_path):
         main(["parse", str(model), str(corpus), str(tmp_path / "o"), "--shard-size", "2", "--no-progress"])
     assert "holds the shards of a run with other arguments" in exc.value.code
     assert json.loads((tmp_path / "o" / MANIFEST).read_text())["job"]["shard_size"] == 1000
+
+
+def test_ray_engine_writes_what_the_local_engine_writes_and_resumes_a_local_run(model, tmp_path):
+    ray = pytest.importorskip("ray")  # the `ray` extra; CI installs it
+    corpus = _corpus(tmp_path, 40)
+    local = ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "local"), shard_size=6)
+    run_parse(local, progress=False)
+    expected = _outputs(tmp_path / "local")
+    # a local run stopped after two shards, finished on Ray
+    stopped = ParseJob(**{**local.__dict__, "output": str(tmp_path / "mixed")})
+    nlp = spacy.load(model)
+    real_pipe, calls = nlp.pipe, []
+
+    def crashing_pipe(docs, **kwargs):
+        if len(calls) == 2:
+            raise _Crash()
+        calls.append(1)
+        return real_pipe(docs, **kwargs)
+
+    nlp.pipe = crashing_pipe
+    with pytest.raises(_Crash):
+        run_parse(stopped, nlp=nlp, progress=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # a local cluster, two workers
+    try:
+        summary = run_parse(stopped, progress=False, engine="ray", workers=2)
+        run_parse(ParseJob(**{**local.__dict__, "output": str(tmp_path / "ray")}), progress=False,
+                  engine="ray", workers=2)
+    finally:
+        ray.shutdown()
+    assert summary["shards_resumed"] == 2
+    assert _outputs(tmp_path / "mixed") == expected and _outputs(tmp_path / "ray") == expected

@@ -20,6 +20,9 @@ def parse_cli(
     n_process: int = Opt(1, "--n-process", help="processes parsing batches (nlp.pipe)"),
     beam_width: int = Opt(0, "--beam-width", help="0: the pipeline's own"),
     max_chars: int = Opt(100_000, "--max-chars", help="longer documents are rejected"),
+    engine: str = Opt("local", "--engine", help="local (nlp.pipe, --n-process) or ray (a Ray cluster)"),
+    address: str = Opt("", "--address", help="--engine ray: the cluster's address (default: start one here)"),
+    workers: int = Opt(2, "--workers", help="--engine ray: actors, each loading the pipeline once"),
     progress: bool = Opt(True, "--progress/--no-progress", help="a progress bar on stderr"),
 ):
     """Parse a corpus into numbered shards; run again with the same arguments to resume."""
@@ -33,6 +36,8 @@ def parse_cli(
         raise CliError(f"--text-unit {text_unit!r}: {' or '.join(TEXT_UNITS)}")
     if output_format not in OUTPUT_FORMATS:
         raise CliError(f"--output-format {output_format!r}: {', '.join(OUTPUT_FORMATS)}")
+    if engine not in ("local", "ray"):
+        raise CliError(f"--engine {engine!r}: local or ray")
     if output.exists() and not output.is_dir():
         raise CliError(f"OUTPUT {output} is a file: give a directory")
     job = ParseJob(model=str(require(model, "pipeline")), inputs=[input], output=str(output),
@@ -42,7 +47,8 @@ def parse_cli(
                    beam_width=at_least(beam_width, 0, "--beam-width"),
                    max_chars=at_least(max_chars, 1, "--max-chars"),
                    n_process=at_least(n_process, 1, "--n-process"))
-    summary = run_parse(job, progress=progress)
+    summary = run_parse(job, progress=progress, engine=engine, address=address or None,
+                        workers=at_least(workers, 1, "--workers"))
     print(f"{summary['docs']} documents, {summary['words']} words, {summary['rejects']} rejected "
           f"(rejects-*.tsv) in {summary['shards']} shards ({summary['shards_resumed']} done before) "
           f"-> {output}; {summary['words_per_second']:.0f} words/s")

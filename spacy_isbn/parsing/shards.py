@@ -10,7 +10,7 @@ import itertools
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, List
+from typing import Iterable, Iterator, List, Optional
 
 import srsly
 from spacy.tokens import Doc
@@ -85,37 +85,42 @@ def _doc(nlp, record: Record) -> Doc:
     return doc
 
 
-def run_parse(job: ParseJob, nlp=None, progress: bool = True) -> dict:
+def run_parse(job: ParseJob, nlp=None, progress: bool = True, engine: str = "local",
+              address: Optional[str] = None, workers: int = 2) -> dict:
     """Parse the job's inputs into its output directory (resuming a killed
     run); returns the summary: documents, rejects, words, shards done now
-    and before, seconds, words/s."""
-    import spacy
+    and before, seconds, words/s.  ``engine``: "local" (``nlp.pipe`` with
+    ``job.n_process`` processes) or "ray" (``workers`` actors on the Ray
+    cluster at ``address``, a local one when None, each loading the pipeline
+    once); shards, manifest, rejects and output are the same."""
     from tqdm import tqdm
 
     output = Path(job.output)
     output.mkdir(parents=True, exist_ok=True)
     manifest = _load_manifest(job)
     files = input_files(job.inputs)
-    if nlp is None:
-        nlp = spacy.load(job.model)
-    if job.beam_width:
-        for name in nlp.pipe_names:
-            if "beam_width" in getattr(nlp.get_pipe(name), "cfg", {}):
-                nlp.get_pipe(name).cfg["beam_width"] = job.beam_width
     items = read_records(files, job.input_format, job.text_unit, job.max_chars)
     done_before = len(manifest["shards"])
     start = time.perf_counter()
     parsed_words = 0
     bar = tqdm(unit="doc", disable=not progress, desc="parse")
-    for k, chunk in enumerate(_shards(items, job.shard_size)):
-        entry = manifest["shards"].get(str(k))
-        if entry is not None and shard_path(output, k, job.output_format).exists():
-            bar.update(entry["docs"] + entry["rejects"])
-            continue
+
+    def pending():
+        for k, chunk in enumerate(_shards(items, job.shard_size)):
+            entry = manifest["shards"].get(str(k))
+            if entry is not None and shard_path(output, k, job.output_format).exists():
+                bar.update(entry["docs"] + entry["rejects"])
+            else:
+                yield k, chunk
+
+    if engine == "ray":
+        from .ray_engine import parse_on_ray
+        parsed = parse_on_ray(job, pending(), address=address, workers=workers)
+    else:
+        parsed = _parse_here(job, pending(), nlp)
+    for k, chunk, docs in parsed:
         records = [r for r in chunk if isinstance(r, Record)]
         rejects = [r for r in chunk if isinstance(r, Reject)]
-        docs = list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size,
-                             n_process=job.n_process))
         write_shard(shard_path(output, k, job.output_format), job.output_format,
                     list(zip(records, docs)))
         if rejects:
@@ -136,6 +141,32 @@ def run_parse(job: ParseJob, nlp=None, progress: bool = True) -> dict:
             "rejects": sum(s["rejects"] for s in shards), "words": sum(s["words"] for s in shards),
             "words_parsed_now": parsed_words, "seconds": seconds,
             "words_per_second": parsed_words / max(seconds, 1e-9)}
+
+
+def load_pipeline(job: ParseJob):
+    """The job's pipeline, its parsers at the job's beam width."""
+    import spacy
+
+    nlp = spacy.load(job.model)
+    if job.beam_width:
+        for name in nlp.pipe_names:
+            if "beam_width" in getattr(nlp.get_pipe(name), "cfg", {}):
+                nlp.get_pipe(name).cfg["beam_width"] = job.beam_width
+    return nlp
+
+
+def parse_records(nlp, job: ParseJob, chunk: List) -> List[Doc]:
+    """The parsed docs of a shard's records (its rejects left out), in the
+    shard's batches."""
+    records = [r for r in chunk if isinstance(r, Record)]
+    return list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size,
+                         n_process=job.n_process))
+
+
+def _parse_here(job: ParseJob, pending, nlp=None):
+    nlp = nlp if nlp is not None else load_pipeline(job)
+    for k, chunk in pending:
+        yield k, chunk, parse_records(nlp, job, chunk)
 
 
 def read_rejects(output: Path) -> List[str]:

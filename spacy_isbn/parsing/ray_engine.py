@@ -1,0 +1,77 @@
+"""The parse on a Ray cluster: one actor per worker loads the pipeline once
+and parses whole shards in the shard's batches; the driver keeps a few
+shards in flight per actor and takes the results back in shard order, so
+the shards, manifest and rejects are written exactly as the local engine
+writes them.  Docs travel back as a DocBin's bytes."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional, Tuple
+
+import srsly
+from spacy.tokens import Doc, DocBin
+
+from ..errors import UserError
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--engine ray needs Ray: pip install -e \".[ray]\"") from None
+    return ray
+
+
+def parse_on_ray(job, pending: Iterable[Tuple[int, List]], address: Optional[str] = None,
+                 workers: int = 2, in_flight: int = 2) -> Iterator[Tuple[int, List, List[Doc]]]:
+    """``(k, chunk, docs)`` of each pending shard, in order; Ray is started
+    here (and stopped after) unless the caller already connected to it."""
+    ray = _ray()
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, num_cpus=None if address else workers,
+                 include_dashboard=False, log_to_driver=False)
+    try:
+        yield from _parse(ray, job, pending, workers, in_flight)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _parse(ray, job, pending, workers: int, in_flight: int):
+    import spacy
+
+    @ray.remote(num_cpus=1)
+    class ShardParser:
+        def __init__(self, job):
+            from .shards import load_pipeline
+
+            self.job = job
+            self.nlp = load_pipeline(job)
+
+        def parse(self, chunk):
+            from .shards import parse_records
+
+            docs = parse_records(self.nlp, self.job, chunk)
+            return DocBin(store_user_data=True, docs=docs).to_bytes()
+
+    actors = [ShardParser.remote(job) for _ in range(workers)]
+    lang = srsly.read_json(Path(job.model) / "meta.json")["lang"]
+    vocab = spacy.blank(lang).vocab  # the DocBins carry their strings
+    queue: List[Tuple[int, List, object]] = []
+    pending = iter(pending)
+    n = 0
+    while True:
+        while len(queue) < workers * in_flight:
+            nxt = next(pending, None)
+            if nxt is None:
+                break
+            k, chunk = nxt
+            queue.append((k, chunk, actors[n % workers].parse.remote(chunk)))
+            n += 1
+        if not queue:
+            for actor in actors:
+                ray.kill(actor)
+            return
+        k, chunk, ref = queue.pop(0)
+        yield k, chunk, list(DocBin().from_bytes(ray.get(ref)).get_docs(vocab))

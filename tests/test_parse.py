@@ -181,3 +181,12 @@ def test_ray_engine_writes_what_the_local_engine_writes_and_resumes_a_local_run(
         ray.shutdown()
     assert summary["shards_resumed"] == 2
     assert _outputs(tmp_path / "mixed") == expected and _outputs(tmp_path / "ray") == expected
+
+
+def test_worker_processes_write_what_one_process_writes(model, tmp_path):
+    corpus = _corpus(tmp_path, 30)
+    one = ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "one"), shard_size=4)
+    run_parse(one, progress=False)
+    run_parse(ParseJob(**{**one.__dict__, "output": str(tmp_path / "two"), "n_process": 2}),
+              progress=False)
+    assert _outputs(tmp_path / "two") == _outputs(tmp_path / "one")

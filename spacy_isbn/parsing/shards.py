@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, List, Optional
 
 import srsly
-from spacy.tokens import Doc
+from spacy.tokens import Doc, DocBin
 
 from ..corpus.files import write_json, write_text
 from ..errors import UserError
@@ -159,14 +159,47 @@ def parse_records(nlp, job: ParseJob, chunk: List) -> List[Doc]:
     """The parsed docs of a shard's records (its rejects left out), in the
     shard's batches."""
     records = [r for r in chunk if isinstance(r, Record)]
-    return list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size,
-                         n_process=job.n_process))
+    return list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size))
 
 
 def _parse_here(job: ParseJob, pending, nlp=None):
-    nlp = nlp if nlp is not None else load_pipeline(job)
-    for k, chunk in pending:
-        yield k, chunk, parse_records(nlp, job, chunk)
+    """One process; or ``job.n_process`` worker processes that each load the
+    pipeline once and parse whole shards (as the Ray actors do), a few
+    shards ahead, their docs back as a DocBin's bytes, in shard order."""
+    if job.n_process <= 1:
+        nlp = nlp if nlp is not None else load_pipeline(job)
+        for k, chunk in pending:
+            yield k, chunk, parse_records(nlp, job, chunk)
+        return
+    import multiprocessing
+
+    import spacy
+
+    vocab = spacy.blank(srsly.read_json(Path(job.model) / "meta.json")["lang"]).vocab
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(job.n_process, initializer=_worker_init, initargs=(job,)) as pool:
+        chunks: List = []
+
+        def remember(pending):
+            for k, chunk in pending:
+                chunks.append((k, chunk))
+                yield chunk
+
+        for data in pool.imap(_worker_parse, remember(pending)):
+            k, chunk = chunks.pop(0)
+            yield k, chunk, list(DocBin().from_bytes(data).get_docs(vocab))
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(job: ParseJob) -> None:
+    _WORKER["job"], _WORKER["nlp"] = job, load_pipeline(job)
+
+
+def _worker_parse(chunk: List) -> bytes:
+    docs = parse_records(_WORKER["nlp"], _WORKER["job"], chunk)
+    return DocBin(store_user_data=True, docs=docs).to_bytes()
 
 
 def read_rejects(output: Path) -> List[str]:

@@ -109,11 +109,17 @@ def benchmark_cli(
     from ..evaluation.benchmark import run_benchmark
     from ..evaluation.benchmark_report import write_benchmark
     from ..evaluation.documents import document_list
-    from ..evaluation.systems import RAW
+    from ..evaluation.systems import ALL_SETTINGS, RAW
 
+    chosen = [x.strip() for x in settings.split(",") if x.strip()]
+    unknown = sorted(set(chosen) - set(ALL_SETTINGS))
+    if unknown or not chosen:
+        raise CliError(f"--settings {settings!r}: choose from {', '.join(ALL_SETTINGS)}")
+    for path, what in ((isbn_model, "--isbn-model"), (baseline_model, "--baseline-model"),
+                       (corpus_dir / "test.spacy", "test corpus")):
+        require(path, what)
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)
-    chosen = [x.strip() for x in settings.split(",") if x.strip()]
     if test_conll is None and RAW in chosen:
         asset_dir = Path("assets") / treebank
         test_conll = asset_dir / asset_meta(asset_dir)["files"]["test"]

@@ -97,6 +97,24 @@ class _Crash(Exception):
     pass
 
 
+def _stop_after(job, nlp, n_shards: int) -> None:
+    """Run ``job`` until ``n_shards`` shards are parsed, then crash it."""
+    real_pipe, calls = nlp.pipe, []
+
+    def crashing_pipe(docs, **kwargs):
+        if len(calls) == n_shards:
+            raise _Crash()
+        calls.append(1)
+        return real_pipe(docs, **kwargs)
+
+    nlp.pipe = crashing_pipe
+    try:
+        with pytest.raises(_Crash):
+            run_parse(job, nlp=nlp, progress=False)
+    finally:
+        nlp.pipe = real_pipe
+
+
 def test_a_run_stopped_after_any_shard_resumes_to_the_same_bytes(model, tmp_path):
     corpus = _corpus(tmp_path, 60)
     whole = ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "whole"), shard_size=7)
@@ -107,19 +125,7 @@ def test_a_run_stopped_after_any_shard_resumes_to_the_same_bytes(model, tmp_path
     for stop_after in (1, 4, 8):
         out = tmp_path / f"stopped-{stop_after}"
         job = ParseJob(**{**whole.__dict__, "output": str(out)})
-        calls = []
-        real_pipe = nlp.pipe
-
-        def crashing_pipe(docs, **kwargs):
-            if len(calls) == stop_after:
-                raise _Crash()
-            calls.append(1)
-            return real_pipe(docs, **kwargs)
-
-        nlp.pipe = crashing_pipe
-        with pytest.raises(_Crash):
-            run_parse(job, nlp=nlp, progress=False)
-        nlp.pipe = real_pipe
+        _stop_after(job, nlp, stop_after)
         summary = run_parse(job, nlp=nlp, progress=False)
         assert summary["shards_resumed"] == stop_after
         assert _outputs(out) == expected
@@ -160,18 +166,7 @@ def test_ray_engine_writes_what_the_local_engine_writes_and_resumes_a_local_run(
     expected = _outputs(tmp_path / "local")
     # a local run stopped after two shards, finished on Ray
     stopped = ParseJob(**{**local.__dict__, "output": str(tmp_path / "mixed")})
-    nlp = spacy.load(model)
-    real_pipe, calls = nlp.pipe, []
-
-    def crashing_pipe(docs, **kwargs):
-        if len(calls) == 2:
-            raise _Crash()
-        calls.append(1)
-        return real_pipe(docs, **kwargs)
-
-    nlp.pipe = crashing_pipe
-    with pytest.raises(_Crash):
-        run_parse(stopped, nlp=nlp, progress=False)
+    _stop_after(stopped, spacy.load(model), 2)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # a local cluster, two workers
     try:
         summary = run_parse(stopped, progress=False, engine="ray", workers=2)

@@ -99,13 +99,14 @@ def _read(path, fmt: str) -> Iterator[ConllSentence]:
                 start = lineno
             block.append(line)
         elif block:
-            yield _parse_block(path, start, block, fmt)
+            yield parse_block(path, start, block, fmt)
             block = []
     if block:
-        yield _parse_block(path, start, block, fmt)
+        yield parse_block(path, start, block, fmt)
 
 
-def _parse_block(path, start: int, lines: list[str], fmt: str) -> ConllSentence:
+def parse_block(path, start: int, lines: list[str], fmt: str) -> ConllSentence:
+    """One sentence's lines (the first at line ``start``), validated."""
     def fail(lineno: int, message: str):
         raise ConllFormatError(path, lineno, message)
 

@@ -2,11 +2,12 @@
 files written whole or not at all; the one error a malformed corpus raises."""
 from __future__ import annotations
 
+import gzip
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterator, Union
 
 import srsly
 from spacy.tokens import Doc, DocBin
@@ -29,13 +30,15 @@ class CorpusFormatError(UserError, ValueError):
         return type(self), (self.path, self.line, self.reason)
 
 
-def text_lines(path) -> Iterator[str]:
-    """The lines of a UTF-8 text file (a byte-order mark is dropped), lazily;
-    anything else is one error naming the file, line and column."""
+def text_lines(path, *, keep_errors: bool = False) -> Iterator[Union[str, CorpusFormatError]]:
+    """The lines of a UTF-8 text file (``.gz`` too; a byte-order mark is
+    dropped, CRLF read as LF), lazily; a line that is not UTF-8 is one error
+    naming the file, line and column, raised, or with ``keep_errors`` handed
+    back in the line's place."""
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path} is a directory, not a text file")
-    with open(path, "rb") as f:
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -44,10 +47,12 @@ def text_lines(path) -> Iterator[str]:
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise CorpusFormatError(
+                error = CorpusFormatError(
                     path, lineno, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
-                    f"{err.start + 1}): convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8"
-                ) from None
+                    f"{err.start + 1}): convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8")
+                if not keep_errors:
+                    raise error from None
+                yield error
 
 
 def read_docbin(path, vocab) -> list[Doc]:

@@ -5,11 +5,9 @@ the shards, manifest and rejects are written exactly as the local engine
 writes them.  Docs travel back as a DocBin's bytes."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-import srsly
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 
 from ..errors import UserError
 
@@ -39,7 +37,7 @@ def parse_on_ray(job, pending: Iterable[Tuple[int, List]], address: Optional[str
 
 
 def _parse(ray, job, pending, workers: int, in_flight: int):
-    import spacy
+    from .shards import docs_from_bytes
 
     @ray.remote(num_cpus=1)
     class ShardParser:
@@ -50,14 +48,12 @@ def _parse(ray, job, pending, workers: int, in_flight: int):
             self.nlp = load_pipeline(job)
 
         def parse(self, chunk):
-            from .shards import parse_records
+            from .shards import parsed_bytes
 
-            docs = parse_records(self.nlp, self.job, chunk)
-            return DocBin(store_user_data=True, docs=docs).to_bytes()
+            return parsed_bytes(self.nlp, self.job, chunk)
 
     actors = [ShardParser.remote(job) for _ in range(workers)]
-    lang = srsly.read_json(Path(job.model) / "meta.json")["lang"]
-    vocab = spacy.blank(lang).vocab  # the DocBins carry their strings
+    decode = docs_from_bytes(job)
     queue: List[Tuple[int, List, object]] = []
     pending = iter(pending)
     n = 0
@@ -74,4 +70,4 @@ def _parse(ray, job, pending, workers: int, in_flight: int):
                 ray.kill(actor)
             return
         k, chunk, ref = queue.pop(0)
-        yield k, chunk, list(DocBin().from_bytes(ray.get(ref)).get_docs(vocab))
+        yield k, chunk, decode(ray.get(ref))

@@ -9,12 +9,15 @@ whatever was rejected."""
 from __future__ import annotations
 
 import glob
-import gzip
 import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, List, Optional, Union
+
+from ..corpus.conll import parse_block
+from ..corpus.files import CorpusFormatError, text_lines
+from ..errors import UserError
 
 FORMATS = ("text", "jsonl", "conllu")
 TEXT_UNITS = ("line", "paragraph")
@@ -91,17 +94,12 @@ def read_records(files: List[Path], fmt: str = "auto", text_unit: str = "line",
 
 
 def _lines(path: Path) -> Iterator[Union[str, Reject]]:
-    """The file's lines (a BOM dropped), or a Reject for a line that is not UTF-8."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                yield raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as err:
-                yield Reject(f"{path}:{lineno}", f"not UTF-8 (byte 0x{raw[err.start]:02x} at "
-                                                 f"column {err.start + 1})")
+    """The file's lines, or a Reject for a line that is not UTF-8."""
+    for line in text_lines(path, keep_errors=True):
+        if isinstance(line, CorpusFormatError):
+            yield Reject(f"{line.path}:{line.line}", line.reason)
+        else:
+            yield line.rstrip("\n")
 
 
 def _text(path: Path, lines, unit: str) -> Iterator[Item]:
@@ -158,11 +156,9 @@ def _jsonl(path: Path, lines) -> Iterator[Item]:
 
 
 def _conllu(path: Path, lines) -> Iterator[Item]:
-    """Documents of CoNLL-U sentences (``# newdoc`` starts one; without any,
-    each sentence is one), validated by the package's reader."""
-    from ..corpus.conll import _parse_block
-    from ..errors import UserError
-
+    """Documents of CoNLL-U sentences (``# newdoc`` starts one where the file's
+    first sentence has it; otherwise each sentence is one), validated by the
+    package's reader."""
     doc: List = []
     doc_line = 0
     block: List[str] = []
@@ -178,7 +174,7 @@ def _conllu(path: Path, lines) -> Iterator[Item]:
         return Record(f"{path}:{doc_line}", words=words, spaces=spaces, sent_starts=starts,
                       tags=tags if any(tags) else None)
 
-    marked = _has_newdoc(path)
+    marked = None  # whether the file marks its documents: its first sentence says
     for lineno, line in enumerate(itertools.chain(lines, [""]), 1):
         if isinstance(line, Reject):
             yield line
@@ -190,12 +186,13 @@ def _conllu(path: Path, lines) -> Iterator[Item]:
             continue
         if not block:
             continue
-        newdoc = any(c.startswith("# newdoc") for c in block if c.startswith("#"))
+        newdoc = any(c.startswith("# newdoc") for c in block)
+        marked = newdoc if marked is None else marked
         if doc and (newdoc or not marked):
             yield finish_doc()
             doc = []
         try:
-            sent = _parse_block(path, start, block, "conllu")
+            sent = parse_block(path, start, block, "conllu")
         except UserError as err:
             yield Reject(f"{path}:{start}", str(err).split(": ", 1)[-1])
         else:
@@ -206,9 +203,3 @@ def _conllu(path: Path, lines) -> Iterator[Item]:
     if doc:
         yield finish_doc()
 
-
-def _has_newdoc(path: Path) -> bool:
-    """Whether the file marks its documents (one pass over its bytes)."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        return any(line.startswith(b"# newdoc") for line in f)

@@ -162,6 +162,21 @@ def parse_records(nlp, job: ParseJob, chunk: List) -> List[Doc]:
     return list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size))
 
 
+def parsed_bytes(nlp, job: ParseJob, chunk: List) -> bytes:
+    """A worker's answer: the shard's parsed docs as a DocBin (scores in its
+    user data), for :func:`docs_from_bytes` in the writing process."""
+    return DocBin(store_user_data=True, docs=parse_records(nlp, job, chunk)).to_bytes()
+
+
+def docs_from_bytes(job: ParseJob):
+    """Decode :func:`parsed_bytes` (the DocBins carry their strings: a blank
+    vocab of the pipeline's language will do)."""
+    import spacy
+
+    vocab = spacy.blank(srsly.read_json(Path(job.model) / "meta.json")["lang"]).vocab
+    return lambda data: list(DocBin().from_bytes(data).get_docs(vocab))
+
+
 def _parse_here(job: ParseJob, pending, nlp=None):
     """One process; or ``job.n_process`` worker processes that each load the
     pipeline once and parse whole shards (as the Ray actors do), a few
@@ -173,9 +188,7 @@ def _parse_here(job: ParseJob, pending, nlp=None):
         return
     import multiprocessing
 
-    import spacy
-
-    vocab = spacy.blank(srsly.read_json(Path(job.model) / "meta.json")["lang"]).vocab
+    decode = docs_from_bytes(job)
     context = multiprocessing.get_context("spawn")
     with context.Pool(job.n_process, initializer=_worker_init, initargs=(job,)) as pool:
         chunks: List = []
@@ -187,7 +200,7 @@ def _parse_here(job: ParseJob, pending, nlp=None):
 
         for data in pool.imap(_worker_parse, remember(pending)):
             k, chunk = chunks.pop(0)
-            yield k, chunk, list(DocBin().from_bytes(data).get_docs(vocab))
+            yield k, chunk, decode(data)
 
 
 _WORKER: dict = {}
@@ -198,8 +211,7 @@ def _worker_init(job: ParseJob) -> None:
 
 
 def _worker_parse(chunk: List) -> bytes:
-    docs = parse_records(_WORKER["nlp"], _WORKER["job"], chunk)
-    return DocBin(store_user_data=True, docs=docs).to_bytes()
+    return parsed_bytes(_WORKER["nlp"], _WORKER["job"], chunk)
 
 
 def read_rejects(output: Path) -> List[str]:

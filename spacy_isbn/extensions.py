@@ -12,6 +12,7 @@ from .constituency.spans import SPAN_GETTERS, TOKEN_GETTERS
 
 DOC_ATTRIBUTES = (
     "isbn_logprob", "isbn_words_logprob", "isbn_sentences", "isbn_kbest",  # ISBN parsers
+    "isbn_surprisals", "isbn_eos_surprisals",  # isbn_surprisal
     "_constituent_data",  # isbn_constituency's trees, benepar's name
     "dbn_logprob", "dbn_kbest",  # dbn_parser
 )
@@ -26,11 +27,37 @@ def sentence_logprob(span: Span) -> Optional[float]:
     return None
 
 
+def _surprisal_part(part: int):
+    def get(token: Token) -> Optional[float]:
+        """A word's surprisal in bits (``doc._.isbn_surprisals``), None
+        without one (not computed, or a whitespace token)."""
+        values = token.doc._.isbn_surprisals
+        row = values[token.i] if values is not None else None
+        return None if row is None else row[part]
+    return get
+
+
+TOKEN_SURPRISALS = {"isbn_surprisal": _surprisal_part(0),
+                    "isbn_syntactic_surprisal": _surprisal_part(1),
+                    "isbn_lexical_surprisal": _surprisal_part(2)}
+
+
+def eos_surprisal(span: Span) -> Optional[float]:
+    """``span._.isbn_eos_surprisal``: the end-of-sentence surprisal (bits)
+    of a span that is a sentence the surprisals were computed with."""
+    for start, end, bits in span.doc._.isbn_eos_surprisals or ():
+        if start == span.start and end == span.end:
+            return bits
+    return None
+
+
 def register_extensions() -> None:
     """Register every attribute; idempotent: one already registered as here is
     left alone, one registered otherwise (e.g. by benepar) is replaced."""
     wanted = [(Doc, name, {"default": None}) for name in DOC_ATTRIBUTES]
     wanted.append((Span, "isbn_logprob", {"getter": sentence_logprob}))
+    wanted.append((Span, "isbn_eos_surprisal", {"getter": eos_surprisal}))
+    wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_SURPRISALS.items()]
     wanted += [(Span, name, {"getter": getter}) for name, getter in SPAN_GETTERS.items()]
     wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_GETTERS.items()]
     for cls, name, kwargs in wanted:

@@ -183,21 +183,25 @@ def test_shift_rows_file_each_outcome_once():
 
     from spacy_isbn.search._select import CONT, END, NEXT, shift_rows
 
-    def cands(pos, lp, tag):
+    def cands(pos, lp, tag, lex):
         pos = numpy.array(pos, dtype="int64")
         return SimpleNamespace(pos=pos, lp=numpy.array(lp, dtype="float32"), tag=numpy.array(tag),
-                               bundle=numpy.array(tag) + 10, state=pos + 100)
+                               bundle=numpy.array(tag) + 10, state=pos + 100,
+                               lex=numpy.array(lex, dtype="float64"))
 
     seg, rows = numpy.array([0, 0, 1], dtype="int64"), numpy.array([4, 5, 6], dtype="int64")
     shift = numpy.array([-1.0, -2.0, -3.0])
     end = numpy.array([-1.5, -numpy.inf, -3.5])
     has_next = numpy.array([1, 1, 0], dtype="uint8")
-    cont = cands([0, 1, 1], [-0.5, -numpy.inf, -0.25], [7, 8, 9])  # the -inf one is left out
-    first = cands([0], [-0.75], [3])
+    # the -inf one is left out
+    cont = cands([0, 1, 1], [-0.5, -numpy.inf, -0.25], [7, 8, 9], [-0.125, -1.0, -0.0625])
+    first = cands([0], [-0.75], [3], [-0.5])
     ints, floats = shift_rows(seg, rows, shift, end, has_next, cont, first)
     assert ints.T.tolist() == [[0, 4, CONT, 7, 17, 100], [0, 5, CONT, 9, 19, 101],
                                [1, 6, END, -1, -1, -1], [0, 4, NEXT, 3, 13, 100]]
-    assert floats.T.tolist() == [[-1.5, -1.5], [-2.25, -numpy.inf], [-3.5, -3.5], [-2.25, -1.5]]
+    # score, end score, and the form's log-prob (none for END)
+    assert floats.T.tolist() == [[-1.5, -1.5, -0.125], [-2.25, -numpy.inf, -0.0625],
+                                 [-3.5, -3.5, 0.0], [-2.25, -1.5, -0.5]]
 
 
 def test_decision_rows_keep_allowed_labelled_and_plain_decisions():
@@ -251,8 +255,8 @@ def test_word_head_picks_are_two_log_softmaxes(dtype):
     rng = numpy.random.default_rng(1)
     logits = (rng.normal(size=(6, 40)) * 8).astype(dtype)
     first, second = rng.integers(0, 9, 6), rng.integers(0, 31, 6)
-    out = numpy.empty(6)
-    picked_log_softmax2(logits, 9, first, second, out)
+    out, second_out = numpy.empty(6), numpy.empty(6)
+    picked_log_softmax2(logits, 9, first, second, out, second_out)
 
     def log_softmax(x):
         x = x.astype("float64")
@@ -260,8 +264,11 @@ def test_word_head_picks_are_two_log_softmaxes(dtype):
             - x.max(1, keepdims=True)
 
     rows = numpy.arange(6)
-    expected = log_softmax(logits[:, :9])[rows, first] + log_softmax(logits[:, 9:])[rows, second]
+    expected_second = log_softmax(logits[:, 9:])[rows, second]
+    expected = log_softmax(logits[:, :9])[rows, first] + expected_second
     numpy.testing.assert_allclose(out, expected, atol=1e-4 if dtype == "float32" else 1e-10)
+    numpy.testing.assert_allclose(second_out, expected_second,
+                                  atol=1e-4 if dtype == "float32" else 1e-10)
 
 
 def test_masked_top_k_is_the_best_of_the_masked_log_softmax():

@@ -59,11 +59,13 @@ def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] 
 
 
 def picked_log_softmax2(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1] first,
-                        const int64_t[::1] second, double[::1] out) -> None:
+                        const int64_t[::1] second, double[::1] out,
+                        double[::1] second_out) -> None:
     """out[i] = log_softmax(logits[i, :split])[first[i]]
-    + log_softmax(logits[i, split:])[second[i]]."""
+    + log_softmax(logits[i, split:])[second[i]], and ``second_out[i]`` the
+    second term alone (a word's lexical part)."""
     cdef Py_ssize_t i, k, n = logits.shape[0], width = logits.shape[1]
-    cdef real m1, m2, s1, s2
+    cdef real m1, m2, s1, s2, lp2
     cdef real* row
     with nogil:
         for i in range(n):
@@ -81,13 +83,17 @@ def picked_log_softmax2(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1
                     s1 += expf(row[k] - m1)
                 for k in range(split, width):
                     s2 += expf(row[k] - m2)
-                out[i] = (row[first[i]] - m1 - logf(s1)) + (row[split + second[i]] - m2 - logf(s2))
+                lp2 = row[split + second[i]] - m2 - logf(s2)
+                out[i] = (row[first[i]] - m1 - logf(s1)) + lp2
+                second_out[i] = lp2
             else:
                 for k in range(split):
                     s1 += exp(row[k] - m1)
                 for k in range(split, width):
                     s2 += exp(row[k] - m2)
-                out[i] = (row[first[i]] - m1 - log(s1)) + (row[split + second[i]] - m2 - log(s2))
+                lp2 = row[split + second[i]] - m2 - log(s2)
+                out[i] = (row[first[i]] - m1 - log(s1)) + lp2
+                second_out[i] = lp2
 
 
 def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,

@@ -132,8 +132,9 @@ class ISBNScorer:
         lo, hi = self.bundle_ranges[tag]
         return log_softmax(H @ self.p["Wb"][lo:hi].T + self.p["bb"][lo:hi])
 
-    def bundle_and_form(self, H, tag: int, bundles, forms) -> numpy.ndarray:
-        """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag):
+    def bundle_and_form(self, H, tag: int, bundles, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag),
+        and the second term alone (the lexical part of a word's log-prob):
         both softmaxes from one product with the tag's stacked weights."""
         if tag not in self._stacked:
             (blo, bhi), (flo, fhi) = self.bundle_ranges[tag], self.form_ranges[tag]
@@ -143,10 +144,10 @@ class ISBNScorer:
         W, b, nb = self._stacked[tag]
         logits = H @ W
         logits += b
-        out = numpy.empty(len(H))
+        out, form_lp = numpy.empty(len(H)), numpy.empty(len(H))
         picked_log_softmax2(logits, nb, numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0],
-                            numpy.asarray(forms, "int64") - self.form_ranges[tag][0], out)
-        return out
+                            numpy.asarray(forms, "int64") - self.form_ranges[tag][0], out, form_lp)
+        return out, form_lp
 
     def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
         """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""

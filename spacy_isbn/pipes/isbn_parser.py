@@ -64,6 +64,7 @@ from ..transitions.arc_eager import (
 )
 from .base import DocWords, ISBNPipe, write_trees
 from .projectivity import deprojectivize, projectivize
+from .surprisal import WordSurprisal
 from .tree_scores import TreeScores
 
 DEFAULT_MODEL_CONFIG = """
@@ -199,7 +200,7 @@ def make_parser_scorer() -> Callable:
 register_extensions()
 
 
-class ISBNParser(TreeScores, ISBNPipe):
+class ISBNParser(TreeScores, WordSurprisal, ISBNPipe):
     def __init__(
         self,
         vocab: Vocab,

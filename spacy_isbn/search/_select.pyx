@@ -153,7 +153,7 @@ cdef Py_ssize_t _file_candidates(int64_t[:, ::1] oi, double[:, ::1] of, Py_ssize
                                  const double[::1] base_score, const double[::1] end_score,
                                  const int64_t[::1] pos, const double[::1] lp,
                                  const int64_t[::1] tag, const int64_t[::1] bundle,
-                                 const int64_t[::1] state) noexcept nogil:
+                                 const int64_t[::1] state, const double[::1] lex) noexcept nogil:
     """Writes the Shifts of word candidates (their hypotheses ``pos``,
     scored ``base_score[pos] + lp``) from row ``k`` on; returns the next row."""
     cdef Py_ssize_t i, q
@@ -164,7 +164,7 @@ cdef Py_ssize_t _file_candidates(int64_t[:, ::1] oi, double[:, ::1] of, Py_ssize
         if score > -INFINITY:
             oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], kind
             oi[3, k], oi[4, k], oi[5, k] = tag[i], bundle[i], state[i]
-            of[0, k], of[1, k] = score, end_score[q]
+            of[0, k], of[1, k], of[2, k] = score, end_score[q], lex[i]
             k += 1
     return k
 
@@ -179,21 +179,23 @@ def shift_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1
     candidate of ``first`` (NEXT).  Shifts scored -inf are left out."""
     cdef const double[::1] c_lp = numpy.asarray(cont.lp, dtype="float64")
     cdef const double[::1] f_lp = numpy.asarray(first.lp, dtype="float64")
+    cdef const double[::1] c_lex = numpy.asarray(cont.lex, dtype="float64")
+    cdef const double[::1] f_lex = numpy.asarray(first.lex, dtype="float64")
     cdef Py_ssize_t n = len(cont.pos) + seg.shape[0] + len(first.pos), q, k
     out_ints = numpy.empty((6, n), dtype="int64")
-    out_floats = numpy.empty((2, n), dtype="float64")
+    out_floats = numpy.empty((3, n), dtype="float64")
     cdef int64_t[:, ::1] oi = out_ints
     cdef double[:, ::1] of = out_floats
     k = _file_candidates(oi, of, 0, _CONT, seg, rows, shift_score, end_score, cont.pos, c_lp,
-                         cont.tag, cont.bundle, cont.state)
+                         cont.tag, cont.bundle, cont.state, c_lex)
     for q in range(seg.shape[0]):
         if end_score[q] > -INFINITY and not has_next[q]:
             oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _END
             oi[3, k], oi[4, k], oi[5, k] = -1, -1, -1
-            of[0, k], of[1, k] = end_score[q], end_score[q]
+            of[0, k], of[1, k], of[2, k] = end_score[q], end_score[q], 0.0
             k += 1
     k = _file_candidates(oi, of, k, _NEXT, seg, rows, end_score, end_score, first.pos, f_lp,
-                         first.tag, first.bundle, first.state)
+                         first.tag, first.bundle, first.state, f_lex)
     return out_ints[:, :k], out_floats[:, :k]
 
 

@@ -29,6 +29,16 @@ class SegmentParse:
     logprob: float  # log P(trees, words) of the best hypothesis
     words_logprob: float  # beam estimate of log P(words): logsumexp over the final beam
     kbest: List[Tuple[float, List[ParsedSentence]]]  # the final beam, best first
+    # with BeamSearch(prefix_probs=True), per token (columns) the log of the
+    # word-synchronous beam's mass (rows, see PREFIX_ROWS)
+    prefix: Optional[numpy.ndarray] = None
+
+
+# rows of SegmentParse.prefix: log P(words up to and with token t); the same
+# before t's form is generated (its tag and morphology chosen: the syntactic
+# part, Roark et al. 2009); log P(words up to t, then end of sentence), NaN
+# where no analysis in the beam ends a sentence after t
+PREFIX_ROWS = ("words", "before_form", "end")
 
 
 class StatePool:
@@ -135,26 +145,29 @@ class Agenda(Table):
 
 
 class Shifted(Table):
-    """Outcomes of Shifts (kind CONT, END or NEXT) of the current word step."""
+    """Outcomes of Shifts (kind CONT, END or NEXT) of the current word step;
+    ``lex``: the generated form's log-prob (0 for END)."""
     INTS = ("seg", "parent", "kind", "tag", "bundle", "state")
-    FLOATS = ("score", "end_score")
+    FLOATS = ("score", "end_score", "lex")
     __slots__ = ()
 
 
 class Candidates:
     """Ways to generate a word: per candidate the position of its state in
-    the request (``pos``), log-prob, tag, bundle and the pool id of the means
-    once the word is generated."""
+    the request (``pos``), log-prob, tag, bundle, the pool id of the means
+    once the word is generated, and ``lex``, the form's part of the log-prob
+    (the lexical part of surprisal; 0 where words are given)."""
 
-    __slots__ = ("pos", "lp", "tag", "bundle", "state")
+    __slots__ = ("pos", "lp", "tag", "bundle", "state", "lex")
 
-    def __init__(self, pos, lp, tag, bundle, state):
+    def __init__(self, pos, lp, tag, bundle, state, lex):
         self.pos, self.lp, self.tag, self.bundle, self.state = pos, lp, tag, bundle, state
+        self.lex = lex
 
     @classmethod
     def empty(cls) -> "Candidates":
         none = numpy.zeros(0, dtype="int64")
-        return cls(none, numpy.zeros(0), none, none, none)
+        return cls(none, numpy.zeros(0), none, none, none, numpy.zeros(0))
 
 
 class Words:

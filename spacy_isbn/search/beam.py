@@ -58,6 +58,7 @@ class BeamSearch:
         tag_top_k: int = 3,
         max_expansions: int = 0,
         max_sentence_length: int = 512,
+        prefix_probs: bool = False,
     ):
         self.scorer = scorer
         # the transition system's configurations, features and analyses
@@ -72,6 +73,8 @@ class BeamSearch:
         self.max_expansions = max_expansions or 10 * self.beam_width + 10
         self.max_sentence_length = max(2, max_sentence_length)
         self.end_tag = scorer.nT
+        # record the beam's mass after each word (SegmentParse.prefix): surprisal
+        self.prefix_probs = prefix_probs
         # seconds spent in the model's array work, and in all (see the benchmark)
         self.timing = {"array_seconds": 0.0, "total_seconds": 0.0}
 
@@ -252,7 +255,7 @@ class BeamSearch:
                                             end_legal, pool)
         H_all, ids = ff
         if not scorer.generates_words:  # conditional: the word is given, only "not END" is scored
-            return Candidates(pos, tag_lp[r, tags], tags, bundles, ids[r])
+            return Candidates(pos, tag_lp[r, tags], tags, bundles, ids[r], numpy.zeros(len(pos)))
         parts = []
         order = numpy.argsort(tags, kind="stable")
         bounds = numpy.flatnonzero(numpy.diff(tags[order])) + 1
@@ -261,14 +264,18 @@ class BeamSearch:
             # one state per row: the bundle and form distributions read it
             H = H_all[r[sel]]
             if bundles[sel].min() >= 0:  # given bundles: both in one product
-                lp = tag_lp[r[sel], tag] + scorer.bundle_and_form(H, tag, bundles[sel], forms[sel])
-                parts.append((pos[sel], lp, numpy.full(len(sel), tag), bundles[sel], ids[r[sel]]))
+                lp, form_lp = scorer.bundle_and_form(H, tag, bundles[sel], forms[sel])
+                lp += tag_lp[r[sel], tag]
+                parts.append((pos[sel], lp, numpy.full(len(sel), tag), bundles[sel], ids[r[sel]],
+                              form_lp))
                 continue
             cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H, tag), tag,
                                                   bundles[sel], tag_lp[r[sel], tag])
-            lp += scorer.form_logprobs(H, tag, forms[sel])[cand]
+            form_lp = scorer.form_logprobs(H, tag, forms[sel])[cand]
+            lp += form_lp
             sel = sel[cand]
-            parts.append((pos[sel], lp, numpy.full(len(cand), tag), cand_bundle, ids[r[sel]]))
+            parts.append((pos[sel], lp, numpy.full(len(cand), tag), cand_bundle, ids[r[sel]],
+                          form_lp))
         return Candidates(*(numpy.concatenate(cols) for cols in zip(*parts)))
 
     def _generate_meanfield(self, eta, a, tag_lp, pos, rows, tags, forms, bundles, prior,
@@ -295,12 +302,14 @@ class BeamSearch:
         a_bundle = scorer.refine(eta[rows[cand]], a_tag[cand], **decided)
         H_bundle = scorer.means(a_bundle)
         cand_tags, cand_forms = tags[cand], forms[cand]
+        form_lp = numpy.zeros(len(cand))
         for tag in numpy.unique(cand_tags):
             sel = cand_tags == tag
-            lp[sel] += scorer.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
+            form_lp[sel] = scorer.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
+        lp += form_lp
         a_form = scorer.refine(eta[rows[cand]], a_bundle, form=cand_forms, **decided)
         return Candidates(pos[cand], lp, cand_tags, cand_bundle,
-                           pool.add(scorer.means(a_form)))
+                          pool.add(scorer.means(a_form)), form_lp)
 
     def _bundles(self, bundle_lp, tag: int, bundles, base_lp):
         """(candidate index into the rows, bundle, log-prob so far) of each way

@@ -1,0 +1,152 @@
+"""Word surprisal from the generative ISBN as a language model.
+
+The generative model, searched with joint tagging (tags, morphology and
+trees all summed over, never read off a tagger that looks ahead), gives the
+prefix probability P(w_1..w_i) as the mass of the word-synchronous beam after
+word i (Hale et al. 2018): every analysis in the beam has generated exactly
+the words so far.  Surprisal is then
+
+    -log2 P(w_i | w_1..w_{i-1}) = log2 mass_{i-1} - log2 mass_i
+
+split (Roark et al. 2009) into a syntactic part, up to word i's tag and
+morphology (the beam's mass before the forms are generated), and a lexical
+part, the form given those.  Where a sentence ends (given by the Doc, or
+the doc's last word) the end of sentence has its surprisal too, so a
+sentence's surprisals sum to -log2 P(words, end of sentence).  The beam width
+trades time for a tighter estimate (a narrower beam drops mass, so
+surprisals come out higher): see the README.
+
+``isbn_surprisal`` is a component that runs this with a generative ISBN
+already in the pipeline (``isbn_reranker`` in the shipped pipelines, or a
+generative ``isbn_parser``) and writes ``token._.isbn_surprisal``,
+``token._.isbn_syntactic_surprisal``, ``token._.isbn_lexical_surprisal`` and
+``span._.isbn_eos_surprisal`` (bits)."""
+import math
+from typing import Iterable, List, Optional
+
+import numpy
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from ..errors import UserError
+from ..model.scorer import ISBNScorer
+from ..search.beam import BeamSearch
+from .base import DocWords
+
+LN2 = math.log(2.0)
+
+
+class WordSurprisal:
+    """``surprisals`` of a generative ``isbn_parser`` (a mixin of
+    :class:`~.isbn_parser.ISBNParser`)."""
+
+    def surprisals(self, docs: Iterable[Doc], *, beam_width: int = 10, tag_top_k: int = 3,
+                   label_top_k: int = 5) -> List[Doc]:
+        """Write each doc's word surprisals (see the module).  Sentences set
+        on a doc are kept (its ends are then counted), elsewhere the beam sums
+        over ending a sentence or not; the doc's own tags are not read."""
+        from .isbn_parser import doc_pieces
+
+        if not self.generative:
+            raise UserError(f"{self.name}: surprisal needs a generative model "
+                            "(objective = 'generative'), such as isbn_reranker's")
+        self._require_initialized()
+        docs = list(docs)
+        items = []
+        for d, doc in enumerate(docs):
+            words = DocWords(doc)
+            doc._.isbn_surprisals = [None] * len(doc)
+            doc._.isbn_eos_surprisals = []
+            if len(words) == 0:
+                continue
+            tokens = words.token_list()
+            inputs = self._inputs(self._records(tokens))
+            ends = words.sentence_ends()
+            for start, end in doc_pieces([t.text for t in tokens], ends,
+                                         self.cfg.get("segment_length", 0)):
+                items.append((d, start, inputs.span(start, end), ends[start:end]))
+        search = BeamSearch(ISBNScorer(self.model, None), self.moves, beam_width=beam_width,
+                            label_top_k=label_top_k, multiroot=self.cfg["multiroot"],
+                            joint=self.joint_tables, tag_top_k=tag_top_k, prefix_probs=True)
+        parses = search.parse_many([(inputs, ends) for _, _, inputs, ends in items])
+        for (d, start, inputs, ends), parse in zip(items, parses):
+            bits, eos = surprisal_bits(parse.prefix, ends)
+            doc, words = docs[d], DocWords(docs[d])
+            for i, row in enumerate(bits.tolist()):
+                doc._.isbn_surprisals[int(words.tokens[start + i])] = row
+            for last, value in eos:
+                doc._.isbn_eos_surprisals.append(
+                    [*words.token_span(start + last[0], start + last[1]), value])
+        return docs
+
+
+def surprisal_bits(prefix: numpy.ndarray, ends: List[Optional[bool]]):
+    """From a piece's prefix masses (``SegmentParse.prefix``, natural log)
+    and its given sentence ends: per word its (total, syntactic, lexical)
+    surprisal in bits, and per sentence ending in the piece ((first, end)
+    word, end-of-sentence surprisal).  The first word of a piece, and of a
+    sentence after a given end, is conditioned on what came before it in the
+    piece (the chain of sentences), so everything sums to -log2 of the
+    piece's last mass."""
+    words, before_form, end = prefix
+    n = len(words)
+    given = numpy.array([e is True for e in ends[: n - 1]] + [True], dtype=bool)
+    previous = numpy.concatenate([[0.0], numpy.where(given, end, words)[:-1]])
+    bits = numpy.stack([previous - words, previous - before_form, before_form - words], 1) / LN2
+    eos, first = [], 0
+    for last in numpy.flatnonzero(given).tolist():
+        eos.append(((first, last + 1), float((words[last] - end[last]) / LN2)))
+        first = last + 1
+    return bits, eos
+
+
+@Language.factory(
+    "isbn_surprisal",
+    assigns=["doc._.isbn_surprisals", "doc._.isbn_eos_surprisals"],
+    default_config={"source": "", "beam_width": 10, "tag_top_k": 3, "label_top_k": 5},
+)
+def make_isbn_surprisal(nlp: Language, name: str, source: str, beam_width: int,
+                        tag_top_k: int, label_top_k: int) -> "SurprisalComponent":
+    """source: the generative ISBN component to read (default: the last
+    generative isbn_parser or isbn_reranker in the pipeline); beam_width,
+    tag_top_k, label_top_k: the word-synchronous beam's settings."""
+    for setting, value in (("beam_width", beam_width), ("tag_top_k", tag_top_k),
+                           ("label_top_k", label_top_k)):
+        if not isinstance(value, int) or value < 1:
+            raise UserError(f"{name}: {setting} must be a positive integer, not {value!r}")
+    return SurprisalComponent(nlp, name, source, beam_width=beam_width, tag_top_k=tag_top_k,
+                              label_top_k=label_top_k)
+
+
+class SurprisalComponent:
+    """Writes surprisals with a generative ISBN component of the same
+    pipeline; holds no weights of its own."""
+
+    def __init__(self, nlp: Language, name: str, source: str, **settings):
+        self.nlp, self.name, self.source, self.settings = nlp, name, source, settings
+
+    def model_component(self):
+        if self.source:
+            if self.source not in self.nlp.component_names:
+                raise UserError(f"{self.name}: source {self.source!r} is not in the pipeline "
+                                f"({', '.join(self.nlp.component_names)})")
+            pipe = self.nlp.get_pipe(self.source)
+            if not isinstance(pipe, WordSurprisal) or not pipe.generative:
+                raise UserError(f"{self.name}: source {self.source!r} is not a generative "
+                                "isbn_parser or isbn_reranker")
+            return pipe
+        found = [pipe for _, pipe in self.nlp.pipeline
+                 if isinstance(pipe, WordSurprisal) and pipe.generative]
+        if not found:
+            raise UserError(f"{self.name} needs a generative isbn_parser or isbn_reranker in "
+                            "the pipeline to read (set its 'source')")
+        return found[-1]
+
+    def __call__(self, doc: Doc) -> Doc:
+        return self.model_component().surprisals([doc], **self.settings)[0]
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 32):
+        from spacy.util import minibatch
+
+        for batch in minibatch(stream, size=batch_size):
+            yield from self.model_component().surprisals(batch, **self.settings)

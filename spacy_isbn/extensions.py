@@ -31,6 +31,8 @@ def register_extensions() -> None:
     left alone, one registered otherwise (e.g. by benepar) is replaced."""
     wanted = [(Doc, name, {"default": None}) for name in DOC_ATTRIBUTES]
     wanted.append((Span, "isbn_logprob", {"getter": sentence_logprob}))
+    # a token's part of its sentence's log-prob (its arc's decisions: pipes/tree_scores.py)
+    wanted.append((Token, "isbn_arc_logprob", {"default": None}))
     wanted += [(Span, name, {"getter": getter}) for name, getter in SPAN_GETTERS.items()]
     wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_GETTERS.items()]
     for cls, name, kwargs in wanted:

@@ -12,11 +12,13 @@ the conditional ``isbn_parser``'s k best trees for the same words and
 sentence, each scored as the reranker scores its candidates, log P_cond +
 w log P_gen (w: the reranker's ``rerank_weight``; both by forced
 derivation), and normalised over the candidates.  An annotated arc's score
-is the log-odds against it: log P(candidates with another head or label for
-the word) - log P(candidates agreeing with the annotation), +inf where no
-candidate the model can derive agrees (the annotated tree is underivable,
-e.g. an unseen label, and no k-best tree has the arc); the suggestion is the
-most probable other (head, label).  A sentence's score is log P(best
+is local: the word's part of the combined score (``token._.isbn_arc_logprob``
+of both models) in the best candidate with another head or label for it,
+less its part in the annotated tree (+inf where the annotated arc cannot be
+derived); that candidate's (head, label) is the suggestion.  (On 300 EWT dev
+sentences with planted errors this ranked them far better than the
+log-odds of the candidates disagreeing against those agreeing, which
+saturates whenever the annotated tree is improbable.)  A sentence's score is log P(best
 candidate) - log P(annotated tree).
 
 :func:`evaluate_error_finder`: errors planted in a treebank
@@ -120,9 +122,11 @@ def _pipes(nlp: Language, where):
     return parser, reranker
 
 
-def sentence_candidates(parser, reranker, doc: Doc) -> Tuple[List[Tuple[tuple, tuple]], numpy.ndarray]:
+def sentence_candidates(parser, reranker, doc: Doc
+                        ) -> Tuple[List[Tuple[tuple, tuple]], numpy.ndarray, numpy.ndarray]:
     """The annotated tree (first) and the parser's k best, each once, as
-    (heads, labels), and their combined log-probs (-inf: underivable)."""
+    (heads, labels), their combined log-probs (-inf: underivable) and the
+    per-word parts of those (candidates x words)."""
     annotated = (tuple(t.head.i for t in doc), tuple(t.dep_ for t in doc))
     trees = [annotated]
     for _, _, analyses in doc._.isbn_kbest or ():
@@ -131,28 +135,29 @@ def sentence_candidates(parser, reranker, doc: Doc) -> Tuple[List[Tuple[tuple, t
             if tree not in trees:
                 trees.append(tree)
     items = [(doc, [(0, len(doc), list(h), list(lab))]) for h, lab in trees]
-    cond = numpy.array([s[0].logprob for s in parser.tree_scores(items)])
-    gen = numpy.array([s[0].logprob for s in reranker.tree_scores(items)])
+    cond = numpy.array([s[0].parts for s in parser.tree_scores(items)])
+    gen = numpy.array([s[0].parts for s in reranker.tree_scores(items)])
     weight = reranker.cfg["rerank_weight"]
-    return trees, cond + weight * gen if weight else cond
+    parts = cond + weight * gen if weight else cond
+    return trees, parts.sum(axis=1), parts
 
 
-def arc_scores(trees: List[Tuple[tuple, tuple]], combined: numpy.ndarray) -> List[Tuple[float, int, str]]:
-    """Per word of the annotated tree (``trees[0]``): the log-odds against
-    its arc, and the most probable other (head, label)."""
+def arc_scores(trees: List[Tuple[tuple, tuple]], combined: numpy.ndarray, parts: numpy.ndarray
+               ) -> List[Tuple[float, int, str]]:
+    """Per word of the annotated tree (``trees[0]``): how much more of the
+    combined score the word takes in the best candidate that attaches it
+    otherwise, and that candidate's head and label (-inf, -1, "": none)."""
     finite = numpy.isfinite(combined)
-    out = []
     heads = numpy.array([t[0] for t in trees])
     labels = numpy.array([t[1] for t in trees], dtype=object)
+    out = []
     for i in range(len(trees[0][0])):
-        agree = (heads[:, i] == heads[0, i]) & (labels[:, i] == labels[0, i])
-        yes, no = combined[agree & finite], combined[~agree & finite]
-        if not len(no):
+        other = numpy.flatnonzero(finite & ((heads[:, i] != heads[0, i]) | (labels[:, i] != labels[0, i])))
+        if not len(other):
             out.append((-numpy.inf, -1, ""))
             continue
-        best = int(numpy.flatnonzero(~agree & finite)[numpy.argmax(no)])
-        score = numpy.logaddexp.reduce(no) - (numpy.logaddexp.reduce(yes) if len(yes) else -numpy.inf)
-        out.append((float(score), int(heads[best, i]), str(labels[best, i])))
+        best = int(other[numpy.argmax(combined[other])])
+        out.append((float(parts[best, i] - parts[0, i]), int(heads[best, i]), str(labels[best, i])))
     return out
 
 
@@ -177,13 +182,13 @@ def find_errors(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "
         for k, doc in enumerate(batch):
             sent = sentences[start + k]
             sid = sentence_id(sent, start + k + 1)
-            cands, combined = sentence_candidates(parser, reranker, doc)
+            cands, combined, parts = sentence_candidates(parser, reranker, doc)
             best = numpy.max(combined) if len(combined) else -numpy.inf
             sents.append({"sent_id": sid, "score": float(best - combined[0]) if numpy.isfinite(best)
                           else 0.0, "candidates": len(cands),
                           "reason": reasons[k] or ("" if numpy.isfinite(combined[0]) else
                                                    "the conditional model cannot derive it")})
-            for i, (score, head, label) in enumerate(arc_scores(cands, combined)):
+            for i, (score, head, label) in enumerate(arc_scores(cands, combined, parts)):
                 arcs.append({"sent_id": sid, "index": start + k, "id": i + 1, "form": sent.words[i],
                              "head": sent.heads[i], "deprel": sent.deprels[i],
                              "suggested_head": -1 if head < 0 else (0 if head == i else head + 1),

@@ -58,6 +58,8 @@ def register_extensions() -> None:
     wanted.append((Span, "isbn_logprob", {"getter": sentence_logprob}))
     wanted.append((Span, "isbn_eos_surprisal", {"getter": eos_surprisal}))
     wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_SURPRISALS.items()]
+    # a token's part of its sentence's log-prob (its arc's decisions: pipes/tree_scores.py)
+    wanted.append((Token, "isbn_arc_logprob", {"default": None}))
     wanted += [(Span, name, {"getter": getter}) for name, getter in SPAN_GETTERS.items()]
     wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_GETTERS.items()]
     for cls, name, kwargs in wanted:

@@ -6,7 +6,7 @@ feature id.  A sentence becomes a handful of int arrays; a batch pads them to
 (batch, steps, ...) so the model can run all sentences in lockstep.
 """
 from dataclasses import dataclass, fields, replace
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
@@ -136,8 +136,9 @@ class DerivationBatch:
     # the conditional model's projected token vectors (``project_tokens``)
     vectors: Optional[numpy.ndarray] = None
     # (B, T): the output each state's log-probs add to (default: its
-    # derivation's), e.g. one per sentence of a chain
-    groups: Optional[numpy.ndarray] = None
+    # derivation's), e.g. one per sentence of a chain; or per decision head
+    # (``isbn.HEADS``: a, l, t, b, f) its own (B, T), e.g. one per word
+    groups: Optional[Union[numpy.ndarray, Dict[str, numpy.ndarray]]] = None
 
     @classmethod
     def from_derivations(cls, derivs: List[Derivation]) -> "DerivationBatch":

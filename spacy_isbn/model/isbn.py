@@ -486,16 +486,18 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         Hs[:, t] = _sigmoid(a)
     Hs *= batch.valid[..., None]
 
-    if batch.groups is None:
-        sent_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
-    else:
-        sent_of = batch.groups
-    ll = numpy.zeros((int(sent_of.max()) + 1 if sent_of.size else 0,), dtype=dtype)
+    group_of = batch.groups
+    if group_of is None:
+        group_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
+    if not isinstance(group_of, dict):
+        group_of = {key: group_of for key in HEADS}
+    ll = numpy.zeros((max([int(g.max()) + 1 for g in group_of.values() if g.size] or [0]),),
+                     dtype=dtype)
     pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
 
     def add(key, sel, lp, bp):
-        numpy.add.at(ll, sent_of[sel], lp)
-        pieces.append((key, sel, sent_of[sel], bp))
+        numpy.add.at(ll, group_of[key][sel], lp)
+        pieces.append((key, sel, group_of[key][sel], bp))
 
     heads = {
         "a": _Head(model, "Wa", "ba"), "l": _Head(model, "Wl", "bl"),

@@ -131,7 +131,8 @@ class ISBNReranker(ISBNParser):
 
     def annotate(self, docs: Iterable[Doc], candidates: List[Candidates], weight: float) -> None:
         """Write each doc's best candidates under ``weight`` and their exact
-        generative scores (the doc's sentences chained)."""
+        generative scores (the doc's sentences chained; per token too:
+        :meth:`score_trees`)."""
         docs = list(docs)
         for doc, cands in zip(docs, candidates):
             if not cands.entries:
@@ -153,11 +154,8 @@ class ISBNReranker(ISBNParser):
             write_trees(doc, heads, deps)
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
-        parsed = [doc for doc, cands in zip(docs, candidates) if cands.entries]
-        for doc, (logprob, sentences) in zip(parsed, self.doc_tree_logprobs(parsed)):
-            doc._.isbn_logprob = logprob
-            doc._.isbn_sentences = sentences
+        for doc in self.score_trees([doc for doc, cands in zip(docs, candidates) if cands.entries]):
             # log P(returned trees, words) plus each sentence's candidates' mass
             # relative to its returned tree (scored as separate sentences): a
             # lower bound on log P(words), never below isbn_logprob
-            doc._.isbn_words_logprob += logprob
+            doc._.isbn_words_logprob += doc._.isbn_logprob

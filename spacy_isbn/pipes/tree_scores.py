@@ -1,96 +1,202 @@
-"""The generative model's score of any given tree: log P(tree, words) by
-its forced derivation (the training forward), sentences chained as in
-training.  What the reranker scores its candidates with, and what a user
-calls for a Doc whose trees were set by hand or by another parser."""
-from typing import Iterable, List, Tuple
+"""A model's score of any given tree by its forced derivation (the training
+forward): log P(tree, words) for a generative ``isbn_parser`` (sentences
+chained as in training), log P(tree | words) for a conditional one (each
+sentence on its own, as in training), split into per-token parts.  What the
+reranker scores its candidates with, what ``spacy-isbn score-trees`` and
+``find-errors`` read, and what a user calls for a Doc whose trees were set
+by hand or by another parser.
+
+Per token: the decisions of the derivation about it
+(:meth:`~spacy_isbn.transitions.arc_eager.ArcEagerMoves.decision_words`):
+the arc that attaches it (LeftArc or RightArc with its label), its Shift
+and Reduce, and the generation of the word itself (tag, morphology, form;
+the end of the sentence: the last word); the parts of a sentence add up to
+its score exactly.  A non-projective tree is scored as its pseudo-projective
+lift (the lifted labels the model learnt), as in training."""
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
 
-from ..model.derivation import Derivation, DerivationBatch, chain_derivations, word_batches
+from ..model.derivation import Derivation, DerivationBatch, chain_derivations, place_tokens, word_batches
+from ..model.isbn import HEADS
 from ..transitions.arc_eager import sentence_spans_from_heads
 from .base import DocWords
 
+# the decision heads whose decisions are about a state's action (the rest: its generated word)
+ACTION_HEADS = ("a", "l")
+
+
+class SentenceScore(NamedTuple):
+    """One sentence's tree: its log-prob, the part of it each of its tokens
+    takes (whitespace tokens: 0), and why it is -inf ("" if it is not)."""
+    logprob: float
+    parts: numpy.ndarray
+    reason: str
+
+
+class _Piece(NamedTuple):
+    """What one forward row scores: a derivation (a chain of sentences), the
+    word each head's decisions at each state go to (numbered along the
+    chain) and its sentences as (item, sentence, words)."""
+    deriv: Derivation
+    groups: Dict[str, numpy.ndarray]
+    sentences: List[Tuple[int, int, int]]
+
 
 class TreeScores:
-    """``tree_logprobs`` and ``doc_tree_logprobs`` of a generative
-    ``isbn_parser`` (a mixin of :class:`~.isbn_parser.ISBNParser`)."""
+    """Forced-derivation scores of given trees for :class:`~.isbn_parser.ISBNParser`
+    (a mixin; ``isbn_reranker`` inherits it)."""
 
-    def tree_logprobs(self, items: List[Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]]
-                      ) -> List[numpy.ndarray]:
-        """The generative model's log P(tree, words) of given trees, by
-        forced derivations (the training forward).  ``items``: a doc and its
-        sentences as (start, end, absolute heads, labels), chained as in
-        training (each conditioned on the one before); returns per item its
-        sentences' log-probs (-inf for a tree the model cannot derive: a label
-        it never saw, too many roots, a word headed by whitespace).  The tags
-        are the doc's (see ``tagging``).  Indices are the doc's tokens; the
-        trees are scored on its words (:class:`DocWords`), a sentence with
-        none scoring 0 and leaving the chain unbroken."""
-        if not self.generative:
-            raise ValueError(f"{self.name}: tree_logprobs needs objective = 'generative'")
-        lex = self.lexicon
-        out = [numpy.full(len(sents), -numpy.inf) for _, sents in items]
-        chains: List[Tuple[int, List[int], List[Derivation]]] = []
-        for i, (doc, sents) in enumerate(items):
-            words = DocWords(doc)
+    def tree_scores(self, items: List[Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]]
+                    ) -> List[List[SentenceScore]]:
+        """The model's scores of given trees.  ``items``: a doc and its
+        sentences as (start, end, absolute heads, labels); per item, per
+        sentence its :class:`SentenceScore`.  A tree the model cannot derive
+        (a label it never saw, or saw on other arcs only; too many roots; a
+        word headed outside its sentence or by whitespace) is -inf with the
+        reason, and breaks the chain.  The tags are the doc's (generative);
+        indices are the doc's tokens, the trees scored on its words
+        (:class:`DocWords`), a sentence with none scoring 0."""
+        items = list(items)
+        generative = self.generative
+        out: List[List[Optional[SentenceScore]]] = [[None] * len(sents) for _, sents in items]
+        all_words = [DocWords(doc) for doc, _ in items]
+        vectors = None if generative else self.token_vectors([doc for doc, _ in items], all_words)
+        pieces: List[_Piece] = []
+        for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
             records = self._records(words.token_list())
-            chain: Tuple[int, List[int], List[Derivation]] = (i, [], [])
+            chain: List[Tuple[int, int, int, Derivation]] = []
             for k, sent in enumerate(sents):
                 start, end, heads, labels = words.word_tree(*sent)
                 if start == end:
-                    out[i][k] = 0.0
+                    out[i][k] = SentenceScore(0.0, numpy.zeros(sent[1] - sent[0]), "")
                     continue
-                local = [h - start for h in heads]
-                oracle = None
-                if all(0 <= h < end - start for h in local):
-                    oracle = self._oracle_tree(local, list(labels))
-                label_ids = [] if oracle is None else [lex.label_ids.get(x, -1) for x in oracle[1]]
-                if oracle is None or min(label_ids) < 0:
-                    if chain[2]:
-                        chains.append(chain)
-                    chain = (i, [], [])
+                deriv, reason = self._forced_derivation(records[start:end], start, heads, labels)
+                if deriv is None:
+                    out[i][k] = SentenceScore(-numpy.inf, numpy.zeros(sent[1] - sent[0]), reason)
+                    pieces.extend(self._pieces(chain))
+                    chain = []
                     continue
-                chain[1].append(k)
-                chain[2].append(self.moves.derivation(self._inputs(records[start:end]),
-                                                      (oracle[0], [0] + label_ids), self.end_tag,
-                                                      self.cfg["multiroot"]))
-            if chain[2]:
-                chains.append(chain)
-        # per chain: its derivation, item, sentence indices and sentences' state counts
-        chained = {}
-        for i, ks, derivs in chains:
-            deriv = chain_derivations(derivs, self.moves.spec.sentence_link)
-            chained[id(deriv)] = (deriv, i, ks, [d.n_states for d in derivs])
-        for batch, _ in word_batches([c[0] for c in chained.values()],
-                                     max(1, self.cfg["max_batch_words"])):
-            members = [chained[id(d)] for d in batch]
+                if not generative:  # given the words, each sentence on its own
+                    base = int(vectors[1][i]) // self._n_vec_templates
+                    deriv = place_tokens(deriv, base + start, base + len(words))
+                    pieces.extend(self._pieces([(i, k, end - start, deriv)]))
+                    continue
+                chain.append((i, k, end - start, deriv))
+            pieces.extend(self._pieces(chain))
+        parts: Dict[Tuple[int, int], numpy.ndarray] = {}
+        of = {id(p.deriv): p for p in pieces}
+        for batch, _ in word_batches([p.deriv for p in pieces], max(1, self.cfg["max_batch_words"])):
+            members = [of[id(d)] for d in batch]
             arrays = DerivationBatch.from_derivations(batch)
-            # one output per sentence of each chain
-            arrays.groups = numpy.zeros(arrays.valid.shape, dtype="int64")
-            group = 0
-            for b, (_, _, _, sizes) in enumerate(members):
-                arrays.groups[b, : sum(sizes)] = numpy.arange(group, group + len(sizes)).repeat(sizes)
-                group += len(sizes)
-            lps = self.model(arrays, is_train=False)[0]
-            group = 0
-            for _, i, ks, _ in members:
-                out[i][ks] = lps[group: group + len(ks)]
-                group += len(ks)
+            arrays.groups, offset = {key: numpy.zeros(arrays.valid.shape, dtype="int64")
+                                     for key in HEADS}, 0
+            for b, piece in enumerate(members):
+                for key in HEADS:
+                    arrays.groups[key][b, : len(piece.groups[key])] = piece.groups[key] + offset
+                offset += sum(n for _, _, n in piece.sentences)
+            if vectors is not None:
+                arrays.vectors = vectors[0]
+            lps = numpy.asarray(self.core(arrays, is_train=False)[0], dtype="float64")
+            offset = 0
+            for piece in members:
+                for i, k, n in piece.sentences:
+                    parts[i, k] = lps[offset: offset + n]
+                    offset += n
+        for (i, k), word_parts in parts.items():
+            doc, sents = items[i]
+            start, end = sents[k][:2]
+            words = all_words[i]
+            token_parts = numpy.zeros(end - start)
+            first = int(numpy.searchsorted(words.tokens, start))
+            token_parts[words.tokens[first: first + len(word_parts)] - start] = word_parts
+            logprob = float(word_parts.sum())
+            reason = ""
+            if not numpy.isfinite(logprob):
+                tok = doc[start + int(numpy.argmin(token_parts))]
+                reason = (f"probability 0 at token {tok.i} {tok.text!r}: its label "
+                          f"{sents[k][3][tok.i - start]!r} was never seen on such an arc")
+            out[i][k] = SentenceScore(logprob, token_parts, reason)
         return out
 
-    def doc_tree_logprobs(self, docs: Iterable[Doc]) -> List[Tuple[float, List[List]]]:
-        """Per doc: the generative log P(trees, words) of the trees already
-        set on it (``token.head``/``dep_``, e.g. by another parser or by hand)
-        and its sentences as [start, end, logprob]."""
+    @property
+    def _n_vec_templates(self) -> int:
+        return len(self.core.attrs["vector_columns"])
+
+    def _forced_derivation(self, records, start: int, heads: List[int], labels: List[str]
+                           ) -> Tuple[Optional[Derivation], str]:
+        """A sentence's derivation (words ``start``.. with absolute word
+        heads), or None and why the model cannot derive it."""
+        n = len(records)
+        local = [h - start for h in heads]
+        if not all(0 <= h < n for h in local):
+            return None, "a word is headed outside its sentence or by whitespace"
+        oracle = self._oracle_tree(local, list(labels))
+        if oracle is None:
+            return None, "more than one root (the model allows one: multiroot = false)"
+        label_ids = [self.lexicon.label_ids.get(x, -1) for x in oracle[1]]
+        if min(label_ids) < 0:
+            unseen = sorted({x for x, i in zip(oracle[1], label_ids) if i < 0})
+            return None, f"label never seen in training: {', '.join(unseen)}"
+        return self.moves.derivation(self._inputs(records), (oracle[0], [0] + label_ids),
+                                     self.end_tag, self.cfg["multiroot"]), ""
+
+    def _pieces(self, chain: List[Tuple[int, int, int, Derivation]]) -> List[_Piece]:
+        """A chain of consecutive sentences' derivations as one forward row
+        (none if empty), each head's decisions numbered by word along it."""
+        if not chain:
+            return []
+        groups: Dict[str, List[numpy.ndarray]] = {key: [] for key in HEADS}
+        base = 0
+        for _, _, n, deriv in chain:
+            act, gen = self.moves.decision_words(deriv.action, n)
+            for key in HEADS:
+                word = act if key in ACTION_HEADS else gen
+                groups[key].append(base + numpy.maximum(word, 1) - 1)
+            base += n
+        deriv = chain_derivations([c[3] for c in chain], self.moves.spec.sentence_link)
+        return [_Piece(deriv, {key: numpy.concatenate(g) for key, g in groups.items()},
+                       [(i, k, n) for i, k, n, _ in chain])]
+
+    def tree_logprobs(self, items: List[Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]]
+                      ) -> List[numpy.ndarray]:
+        """Per item its sentences' log-probs (see :meth:`tree_scores`)."""
+        return [numpy.array([s.logprob for s in scores]) for scores in self.tree_scores(items)]
+
+    def doc_tree_scores(self, docs: Iterable[Doc]) -> List[List[Tuple[int, int, SentenceScore]]]:
+        """Per doc, the trees already set on it (``token.head``/``dep_``, e.g.
+        by another parser or by hand) as (start, end, :class:`SentenceScore`)
+        per sentence."""
         docs = list(docs)
         items = []
         for doc in docs:
-            self._require_tags(doc)  # a forced derivation generates the doc's own tags
+            if self.generative:
+                self._require_tags(doc)  # a forced derivation generates the doc's own tags
             heads = [t.head.i for t in doc]
             items.append((doc, [(start, end, heads[start:end], [t.dep_ for t in doc[start:end]])
                                 for start, end in sentence_spans_from_heads(heads)]))
-        out = []
-        for (doc, sents), lps in zip(items, self.tree_logprobs(items)):
-            out.append((float(lps.sum()), [[s, e, float(lp)] for (s, e, _, _), lp in zip(sents, lps)]))
-        return out
+        return [[(s, e, score) for (s, e, _, _), score in zip(sents, scores)]
+                for (_, sents), scores in zip(items, self.tree_scores(items))]
+
+    def doc_tree_logprobs(self, docs: Iterable[Doc]) -> List[Tuple[float, List[List]]]:
+        """Per doc: the log-prob of the trees set on it and its sentences as
+        [start, end, logprob] (see :meth:`doc_tree_scores`)."""
+        return [(float(sum(s.logprob for _, _, s in sents)),
+                 [[start, end, s.logprob] for start, end, s in sents])
+                for sents in self.doc_tree_scores(docs)]
+
+    def score_trees(self, docs: Iterable[Doc]) -> List[Doc]:
+        """Score the trees set on ``docs`` and write the scores:
+        ``doc._.isbn_logprob``, ``doc._.isbn_sentences`` (and so
+        ``span._.isbn_logprob``) and ``token._.isbn_arc_logprob``, the
+        token's part (see the module docstring).  Generative: log P(trees,
+        words); conditional: log P(trees | words)."""
+        docs = list(docs)
+        for doc, sents in zip(docs, self.doc_tree_scores(docs)):
+            doc._.isbn_logprob = float(sum(s.logprob for _, _, s in sents))
+            doc._.isbn_sentences = [[start, end, s.logprob] for start, end, s in sents]
+            for start, end, s in sents:
+                for tok, part in zip(doc[start:end], s.parts):
+                    tok._.isbn_arc_logprob = float(part)
+        return docs

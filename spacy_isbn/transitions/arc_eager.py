@@ -116,6 +116,31 @@ class ArcEagerMoves(Moves):
         return derivation_of(a, T, inputs, SHIFT, end_tag)
 
     @staticmethod
+    def decision_words(action: numpy.ndarray, n_words: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """Which word (1-based) each state's decisions of a sentence's
+        derivation are about, so a tree's log-prob splits into per-word parts
+        that add up to it: (per state, the word its action and label decide
+        on, -1 at state 0: LEFT and REDUCE the top they pop, RIGHT and SHIFT
+        the front, i.e. every arc goes to its dependent; per state, the word
+        it generates, the end of the sentence going to the last word)."""
+        act = numpy.full(len(action), -1, dtype="int64")
+        gen = numpy.full(len(action), -1, dtype="int64")
+        gen[0] = 1
+        stack, front = [0], 1
+        for t in range(1, len(action)):
+            a = action[t]
+            if a == LEFT or a == REDUCE:
+                act[t] = stack.pop()
+            elif a == RIGHT:
+                act[t] = front
+            elif a == SHIFT:
+                act[t] = front
+                stack.append(front)
+                front += 1
+                gen[t] = min(front, n_words)
+        return act, gen
+
+    @staticmethod
     def sentence(states: ArcEagerStates, handle: int, n_words: int) -> dict:
         """A finished sentence's analysis (see ``ParsedSentence``): heads and
         labels, and the tags and bundles generated."""

@@ -1,0 +1,138 @@
+"""Scoring a treebank's trees and finding its annotation errors:
+``score-trees``, ``find-errors``, ``error-finder-eval`` (see
+:mod:`spacy_isbn.evaluation.error_finding`)."""
+import math
+from pathlib import Path
+from typing import Optional
+
+import srsly
+
+from ..corpus.conll import read_conll
+from ..corpus.files import atomic_open, write_json
+from ._util import Arg, CliError, Opt, app, output_file, require
+
+TAGS_HELP = "tags the model reads: 'pipeline' (its own tagger and morphologizer) or 'gold' (the file's)"
+
+
+def _load(model: Path):
+    import spacy
+
+    return spacy.load(require(model, "pipeline"))
+
+
+def _sentences(path: Path) -> list:
+    sentences = list(read_conll(require(path, "treebank")))
+    if not sentences:
+        raise CliError(f"{path}: no sentences")
+    return sentences
+
+
+def _tags(tags: str) -> str:
+    if tags not in ("pipeline", "gold"):
+        raise CliError(f"--tags {tags!r}: one of pipeline, gold")
+    return tags
+
+
+def _finite(value: float) -> Optional[float]:
+    return value if math.isfinite(value) else None
+
+
+def _write_rows(path: Path, header, rows) -> None:
+    with atomic_open(path, "w") as f:
+        f.write("\t".join(header) + "\n")
+        for row in rows:
+            f.write("\t".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row) + "\n")
+
+
+@app.command("score-trees")
+def score_trees_cli(
+    model: Path = Arg(..., help="a saved pipeline with an isbn_reranker or isbn_parser"),
+    treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees"),
+    output: Path = Arg(..., help=".tsv (one row per arc) or .jsonl (one line per sentence)"),
+    tags: str = Opt("pipeline", "--tags", help=TAGS_HELP),
+    component: Optional[str] = Opt(None, "--component",
+                                   help="the scoring component (default: the isbn_reranker, else the isbn_parser)"),
+):
+    """Score a treebank's own trees by forced derivation: log P per sentence and per arc."""
+    from ..evaluation.error_finding import score_treebank
+
+    if output.suffix not in (".tsv", ".jsonl"):
+        raise CliError(f"{output}: give a .tsv or .jsonl output")
+    output_file(output)
+    sentences = _sentences(treebank)
+    scores = score_treebank(_load(model), sentences, _tags(tags), component, where=model)
+    if output.suffix == ".jsonl":
+        with atomic_open(output, "w") as f:
+            for row in scores:  # JSON has no -inf: null, with the reason
+                row["logprob"] = _finite(row["logprob"])
+                for arc in row["arcs"]:
+                    arc["logprob"] = _finite(arc["logprob"])
+                f.write(srsly.json_dumps(row) + "\n")
+    else:
+        _write_rows(output, ("sent_id", "id", "form", "head", "deprel", "arc_logprob",
+                             "sentence_logprob", "reason"),
+                    ((s["sent_id"], a["id"], a["form"], a["head"], a["deprel"], a["logprob"],
+                      s["logprob"], s["reason"]) for s in scores for a in s["arcs"]))
+    underivable = sum(1 for s in scores if s["reason"])
+    print(f"{output}: {len(scores)} sentences scored, {underivable} the model cannot derive")
+
+
+@app.command("find-errors")
+def find_errors_cli(
+    model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker"),
+    treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees"),
+    output: Path = Arg(..., help="arcs ranked, .tsv; the sentences go to OUTPUT.sentences.tsv"),
+    tags: str = Opt("pipeline", "--tags", help=TAGS_HELP),
+):
+    """Rank a treebank's arcs (and sentences) by how strongly the model prefers another head or label."""
+    from ..evaluation.error_finding import find_errors
+
+    output_file(output)
+    sentences_out = output_file(output.with_name(output.stem + ".sentences.tsv"))
+    arcs, sents = find_errors(_load(model), _sentences(treebank), _tags(tags), where=model)
+    _write_rows(output, ("sent_id", "id", "form", "head", "deprel", "suggested_head",
+                         "suggested_deprel", "score"),
+                ((a["sent_id"], a["id"], a["form"], a["head"], a["deprel"], a["suggested_head"],
+                  a["suggested_deprel"], a["score"]) for a in arcs))
+    _write_rows(sentences_out, ("sent_id", "score", "candidates", "reason"),
+                ((s["sent_id"], s["score"], s["candidates"], s["reason"]) for s in sents))
+    print(f"{output}: {len(arcs)} arcs ranked; sentences: {sentences_out}")
+
+
+@app.command("error-finder-eval")
+def error_finder_eval_cli(
+    model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker"),
+    dev: Path = Arg(..., help="a CoNLL-U file with trees (dev)"),
+    output: Path = Arg(..., help="metrics JSON"),
+    baseline: Optional[Path] = Opt(None, "--baseline", help="a spaCy pipeline whose parser's disagreements are the baseline"),
+    rate: float = Opt(0.02, "--rate", help="share of the arcs changed"),
+    seed: int = Opt(0, "--seed"),
+    train: Optional[Path] = Opt(None, "--train",
+                                help="CoNLL-U whose labels per POS pair the label swaps draw from (default: DEV)"),
+    tags: str = Opt("pipeline", "--tags", help=TAGS_HELP),
+    limit: int = Opt(0, "--limit", help="only the first N sentences (0: all)"),
+):
+    """Plant errors in a treebank and measure how well find-errors (and a spaCy parser) finds them."""
+    from ..evaluation.corruption import label_table
+    from ..evaluation.error_finding import evaluate_error_finder
+
+    if not 0 < rate < 1:
+        raise CliError(f"--rate {rate}: must be between 0 and 1")
+    if limit < 0:
+        raise CliError(f"--limit {limit}: must be at least 0")
+    output_file(output)
+    sentences = _sentences(dev)
+    if limit:
+        sentences = sentences[:limit]
+    labels = label_table(read_conll(require(train, "training treebank")) if train else sentences)
+    base = _load(baseline) if baseline is not None else None
+    metrics = evaluate_error_finder(_load(model), sentences, rate=rate, seed=seed, labels=labels,
+                                    baseline=base, tags=_tags(tags), where=model)
+    metrics.update(model=str(model), dev=str(dev), baseline_model=str(baseline) if baseline else None)
+    write_json(output, metrics)
+    finder = metrics["finder"]["at_n"]
+    line = f"planted {metrics['planted']}: finder precision at N {finder['precision']:.3f}"
+    if "baseline" in metrics:
+        b = metrics["baseline"]["disagreements"]
+        line += f"; baseline disagreements P {b['precision']:.3f} R {b['recall']:.3f}"
+    print(line)

@@ -1,0 +1,86 @@
+"""Scores of given trees by forced derivation: per sentence and per token."""
+import numpy
+import pytest
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_isbn.model.derivation import DerivationBatch
+from spacy_isbn.transitions.arc_eager import ArcEagerMoves, oracle_derivation
+
+from .test_reranker import reranked_pipeline
+
+
+@pytest.fixture(scope="module")
+def pipeline():
+    return reranked_pipeline()
+
+
+def test_decisions_go_to_the_word_they_attach_or_generate():
+    # the dog barks: SHIFT LEFT SHIFT LEFT RIGHT(root) SHIFT, state 0 generating "the"
+    actions = [-1] + [a for a, _ in oracle_derivation([0, 2, 3, 0], [-1, 0, 1, 2])]
+    act, gen = ArcEagerMoves.decision_words(numpy.array(actions), 3)
+    assert act.tolist() == [-1, 1, 1, 2, 2, 3, 3]
+    assert gen.tolist() == [1, 2, -1, 3, -1, -1, 3]  # the last shift generates END: word 3
+
+
+def test_forced_score_is_the_training_loss_and_its_parts_add_up(pipeline):
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp("the dog barks . dogs chase big cats . cats sleep .")
+    n_words = sum(d.n_words for d in reranker._derivations([Example(doc, doc)]))
+    loss = reranker.update([Example(doc, doc)])["isbn_reranker"]  # no sgd: weights unchanged
+    scored = reranker.score_trees([doc.copy()])[0]
+    assert scored._.isbn_logprob == pytest.approx(-loss * n_words, abs=1e-3)
+    assert scored._.isbn_logprob == pytest.approx(doc._.isbn_logprob, abs=1e-4)
+    parts = [t._.isbn_arc_logprob for t in scored]
+    assert all(p < 0 for p in parts)
+    for sent in scored.sents:
+        assert sum(t._.isbn_arc_logprob for t in sent) == pytest.approx(sent._.isbn_logprob, abs=1e-4)
+
+
+def test_conditional_model_scores_given_trees_as_its_forward(pipeline):
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        doc = nlp("the dog barks . cats sleep .")
+    derivs = parser._derivations([Example(doc, doc)])
+    lls = parser.model(([doc], [DerivationBatch.from_derivations(derivs)]), is_train=False)[0]
+    scored = parser.score_trees([doc])[0]
+    assert scored._.isbn_logprob == pytest.approx(float(lls[0].sum()), abs=1e-3)
+    for sent in scored.sents:
+        assert sum(t._.isbn_arc_logprob for t in sent) == pytest.approx(sent._.isbn_logprob, abs=1e-4)
+
+
+def test_a_wrong_arc_costs_its_own_token_most(pipeline):
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    good = nlp("a cat sees the dog .")
+    bad = Doc(nlp.vocab, words=[t.text for t in good], tags=[t.tag_ for t in good],
+              heads=[t.head.i for t in good], deps=[t.dep_ for t in good])
+    bad[3].head = bad[2]  # "the" from "sees", still a projective tree
+    good_parts = [t._.isbn_arc_logprob for t in reranker.score_trees([good])[0]]
+    bad_parts = [t._.isbn_arc_logprob for t in reranker.score_trees([bad])[0]]
+    loss = numpy.array(good_parts) - numpy.array(bad_parts)
+    assert int(numpy.argmax(loss)) == 3 and loss[3] > 1
+
+
+def test_underivable_trees_score_minus_infinity_with_a_reason(pipeline):
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp("the dog barks . cats sleep .")
+    words, tags = [t.text for t in doc], [t.tag_ for t in doc]
+    heads = [t.head.i for t in doc]
+    unseen = Doc(nlp.vocab, words=words, tags=tags, heads=heads,
+                 deps=["nosuchlabel"] + [t.dep_ for t in doc[1:]])
+    [(_, _, first), (_, _, second)] = reranker.doc_tree_scores([unseen])[0]
+    assert first.logprob == -numpy.inf and "nosuchlabel" in first.reason
+    assert numpy.isfinite(second.logprob) and second.reason == ""
+    wrong_kind = Doc(nlp.vocab, words=words, tags=tags, heads=heads,
+                     deps=["obj"] + [t.dep_ for t in doc[1:]])  # obj: only ever a right arc
+    (_, _, score), _ = reranker.doc_tree_scores([wrong_kind])[0]
+    assert score.logprob == -numpy.inf and "'obj'" in score.reason and "token 0" in score.reason
+    # "dog" hangs from "sleep": one span, two roots
+    two_roots = Doc(nlp.vocab, words=words, tags=tags, heads=[1, 5, 2, 2, 5, 5, 5],
+                    deps=["det", "nsubj", "root", "punct", "nsubj", "root", "punct"])
+    [(_, _, joined)] = reranker.doc_tree_scores([two_roots])[0]
+    assert joined.logprob == -numpy.inf and "more than one root" in joined.reason

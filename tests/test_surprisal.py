@@ -229,3 +229,114 @@ def test_next_words_and_the_end_share_the_prefix_mass(lm, prefix):
         assert next_mass == pytest.approx(0.0, abs=1e-6)
     # the sentences of one more word than the prefix, ended, are part of it
     assert numpy.logaddexp.reduce([end for _, end in nexts]) < (words[-1] if prefix else 0.0)
+
+
+CONLLU = """# newdoc id = a
+# sent_id = 1
+1	the	the	DET	DT	_	2	det	_	_
+2	dog	dog	NOUN	NN	_	3	nsubj	_	_
+3	barks	bark	VERB	VBZ	_	0	root	_	_
+
+# sent_id = 2
+1	cats	cat	NOUN	NNS	_	2	nsubj	_	_
+2	sleep	sleep	VERB	VBP	_	0	root	_	_
+
+# newdoc id = b
+# sent_id = 3
+1	Zork	zork	PROPN	NNP	_	2	nsubj	_	_
+2	sleeps	sleep	VERB	VBZ	_	0	root	_	_
+"""
+
+
+def _rows(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines[0].split("\t"), [line.split("\t") for line in lines[1:]]
+
+
+def test_surprisal_command_writes_lm_zoo_tsv(lm, tmp_path):
+    from spacy_isbn.cli import main
+
+    nlp, parser = lm
+    nlp.to_disk(tmp_path / "model")
+    (tmp_path / "in.txt").write_text("the dog barks\n\ncats  sleep\n", encoding="utf-8")
+    (tmp_path / "in.conllu").write_text(CONLLU, encoding="utf-8")
+    main(["surprisal", str(tmp_path / "model"), str(tmp_path / "in.txt"), str(tmp_path / "t.tsv"),
+          "--beam-width", "5", "--parts"])
+    header, rows = _rows(tmp_path / "t.tsv")
+    assert header == ["sentence_id", "token_id", "token", "surprisal", "syntactic_surprisal",
+                      "lexical_surprisal"]
+    # two sentences (the empty line skipped, the double space is no word), each with its end
+    assert [r[:3] for r in rows] == [["1", "1", "the"], ["1", "2", "dog"], ["1", "3", "barks"],
+                                     ["1", "4", "</s>"], ["2", "1", "cats"], ["2", "2", "sleep"],
+                                     ["2", "3", "</s>"]]
+    doc = parser.surprisals([Doc(parser.vocab, words="cats sleep".split(),
+                                 sent_starts=[True, False])], beam_width=5)[0]
+    expected = [t._.isbn_surprisal for t in doc] + [doc[:]._.isbn_eos_surprisal]
+    assert [float(r[3]) for r in rows[4:]] == pytest.approx(expected, abs=1e-5)
+    assert all(float(r[3]) == pytest.approx(float(r[4]) + float(r[5]), abs=1e-5) for r in rows)
+    main(["surprisal", str(tmp_path / "model"), str(tmp_path / "in.conllu"),
+          str(tmp_path / "c.tsv")])
+    header, rows = _rows(tmp_path / "c.tsv")
+    assert header == ["sentence_id", "token_id", "token", "surprisal"]
+    assert [r[0] for r in rows] == ["1"] * 4 + ["2"] * 3 + ["3"] * 3
+    assert rows[7][2] == "Zork" and rows[-1][2] == "</s>"
+
+
+def test_n_gram_vocabulary_is_the_isbns(lm):
+    from spacy_isbn.lm.ngram import lm_tokens
+
+    _, parser = lm
+    # known forms lowercased; others by spelling: case pattern * 2 + has a digit
+    assert lm_tokens(["The", "dog", "Zork", "barks9", "ZORK"], parser.lexicon) == [
+        "the", "dog", "<unk2>", "<unk1>", "<unk4>"]
+    known = set(parser.lexicon.tags_of_form)
+    assert all(t in known or t.startswith("<unk") for t in lm_tokens(["a", "Dogs", "x1"],
+                                                                    parser.lexicon))
+
+
+def _fake_kenlm(directory, log10_per_sentence):
+    """Stand-ins for KenLM's lmplz (copies its input) and query (a fixed
+    log10 per sentence, in query's output format)."""
+    directory.mkdir()
+    (directory / "lmplz").write_text("#!/bin/sh\ncat\n")
+    (directory / "query").write_text(
+        "#!/bin/sh\necho 'Loading the LM will be faster if you build a binary file.'\n"
+        f"while read line; do echo \"$line=0 2 -0.5\tTotal: {log10_per_sentence} OOV: 0\"; done\n"
+        "echo 'Perplexity including OOVs:\t10'\n")
+    for name in ("lmplz", "query"):
+        (directory / name).chmod(0o755)
+    return directory
+
+
+def test_perplexity_report_counts_every_word_and_end(lm, tmp_path):
+    from spacy_isbn.cli import main
+
+    nlp, parser = lm
+    nlp.to_disk(tmp_path / "model")
+    (tmp_path / "test.conllu").write_text(CONLLU, encoding="utf-8")
+    kenlm = _fake_kenlm(tmp_path / "kenlm", -2.0)
+    main(["perplexity", str(tmp_path / "model"), str(tmp_path / "test.conllu"),
+          str(tmp_path / "test.conllu"), str(tmp_path / "p.json"), "--beams", "2,50",
+          "--kenlm", str(kenlm)])
+    import srsly
+
+    report = srsly.read_json(tmp_path / "p.json")
+    assert (report["documents"], report["sentences"], report["words"]) == (2, 3, 7)
+    assert report["events"] == 10
+    # 3 sentences at log10 -2 each, over 10 events
+    assert report["ngram"]["perplexity"] == pytest.approx(10 ** (6 / 10))
+    sentences = [["the", "dog", "barks"], ["cats", "sleep"], ["Zork", "sleeps"]]
+    docs = [Doc(parser.vocab, words=s, sent_starts=[True] + [False] * (len(s) - 1))
+            for s in sentences]
+    parser.surprisals(docs, beam_width=50)
+    bits = sum(t._.isbn_surprisal for d in docs for t in d) + sum(
+        d[:]._.isbn_eos_surprisal for d in docs)
+    narrow, wide = report["isbn"]
+    assert wide["sentences"]["perplexity"] == pytest.approx(2 ** (bits / 10), rel=1e-6)
+    assert narrow["sentences"]["perplexity"] >= wide["sentences"]["perplexity"] - 1e-9
+    assert (tmp_path / "p.md").read_text().count("|") > 10
+    with pytest.raises(SystemExit):
+        main(["perplexity", str(tmp_path / "model"), str(tmp_path / "test.conllu"),
+              str(tmp_path / "test.conllu"), str(tmp_path / "q.json"),
+              "--kenlm", str(tmp_path)])
+    assert not (tmp_path / "q.json").exists()

@@ -40,7 +40,7 @@ class WordSurprisal:
     """``surprisals`` of a generative ``isbn_parser`` (a mixin of
     :class:`~.isbn_parser.ISBNParser`)."""
 
-    def surprisals(self, docs: Iterable[Doc], *, beam_width: int = 10, tag_top_k: int = 3,
+    def surprisals(self, docs: Iterable[Doc], *, beam_width: int = 10, tag_top_k: int = 20,
                    label_top_k: int = 5) -> List[Doc]:
         """Write each doc's word surprisals (see the module).  Sentences set
         on a doc are kept (its ends are then counted), elsewhere the beam sums
@@ -103,7 +103,7 @@ def surprisal_bits(prefix: numpy.ndarray, ends: List[Optional[bool]]):
 @Language.factory(
     "isbn_surprisal",
     assigns=["doc._.isbn_surprisals", "doc._.isbn_eos_surprisals"],
-    default_config={"source": "", "beam_width": 10, "tag_top_k": 3, "label_top_k": 5},
+    default_config={"source": "", "beam_width": 10, "tag_top_k": 20, "label_top_k": 5},
 )
 def make_isbn_surprisal(nlp: Language, name: str, source: str, beam_width: int,
                         tag_top_k: int, label_top_k: int) -> "SurprisalComponent":

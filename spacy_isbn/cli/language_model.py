@@ -1,0 +1,67 @@
+"""The generative ISBN as a language model: ``surprisal`` (lm-zoo's TSV) and
+``perplexity`` (against a KenLM Kneser-Ney n-gram model); see
+:mod:`spacy_isbn.lm`."""
+from pathlib import Path
+from typing import Optional
+
+from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
+
+BEAM_HELP = "the word-synchronous beam's width (wider: tighter estimates, slower)"
+TAG_TOP_K_HELP = "tags (and morphological bundles per tag) expanded per word"
+
+
+def _load(model: Path):
+    import spacy
+
+    return spacy.load(require(model, "pipeline"))
+
+
+@app.command("surprisal")
+def surprisal_cli(
+    model: Path = Arg(..., help="a saved pipeline with a generative ISBN (isbn_reranker or isbn_parser)"),
+    input: Path = Arg(..., help="plain text (a sentence per line) or CoNLL-U (.conllu, its words)"),
+    output: Path = Arg(..., help="the TSV to write: sentence_id token_id token surprisal"),
+    input_format: str = Opt("auto", "--input-format", help="auto (by suffix), text or conllu"),
+    beam_width: int = Opt(10, "--beam-width", help=BEAM_HELP),
+    tag_top_k: int = Opt(20, "--tag-top-k", help=TAG_TOP_K_HELP),
+    parts: bool = Opt(False, "--parts", help="add the syntactic and lexical parts as two more columns"),
+):
+    """Word-by-word surprisal (bits) of each sentence, in lm-zoo's get-surprisals format."""
+    from ..lm.surprisal_tsv import write_surprisals
+
+    if input_format not in ("auto", "text", "conllu"):
+        raise CliError(f"--input-format {input_format!r}: auto, text or conllu")
+    require(input, "input")
+    output_file(output)
+    n = write_surprisals(_load(model), input, output, fmt=input_format, parts=parts,
+                         beam_width=at_least(beam_width, 1, "--beam-width"),
+                         tag_top_k=at_least(tag_top_k, 1, "--tag-top-k"))
+    print(f"{n} sentences -> {output}")
+
+
+@app.command("perplexity")
+def perplexity_cli(
+    model: Path = Arg(..., help="a saved pipeline with a generative ISBN"),
+    train: Path = Arg(..., help="the training split (CoNLL-U) the n-gram model learns from"),
+    test: Path = Arg(..., help="the test split (CoNLL-U; # newdoc marks its documents)"),
+    output: Path = Arg(..., help="the metrics JSON (a .md table beside it)"),
+    beams: str = Opt("10,50", "--beams", help="beam widths, comma-separated"),
+    order: int = Opt(5, "--order", help="the n-gram model's order"),
+    kenlm: Optional[Path] = Opt(None, "--kenlm", help="the directory of KenLM's lmplz and query (default: the PATH)"),
+    tag_top_k: int = Opt(20, "--tag-top-k", help=TAG_TOP_K_HELP),
+):
+    """Per-word perplexity of the ISBN against a modified Kneser-Ney n-gram model, same vocabulary."""
+    from ..corpus.files import write_json, write_text
+    from ..lm.ngram import kenlm_binaries
+    from ..lm.perplexity import perplexity_markdown, perplexity_report
+
+    widths = numbers(beams, "--beams", int, 1)
+    output_file(output)
+    kenlm_binaries(kenlm)  # refused before any work
+    report = perplexity_report(_load(model), require(train, "train split"),
+                               require(test, "test split"), beams=widths,
+                               order=at_least(order, 1, "--order"), kenlm=kenlm,
+                               tag_top_k=at_least(tag_top_k, 1, "--tag-top-k"))
+    write_json(output, report)
+    write_text(output.with_suffix(".md"), perplexity_markdown(report))
+    print(perplexity_markdown(report))

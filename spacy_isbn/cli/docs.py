@@ -24,6 +24,9 @@ REPORTS = [
      "spacy project run approximation-speed"),
     ("approximation_speed_ddt.json", "Mean field against feed-forward: speed on DDT",
      "spacy project run approximation-speed . --vars.treebank ddt"),
+    ("perplexity_ewt.md", "The generative ISBN as a language model: perplexity on EWT test",
+     "spacy project run perplexity"),
+    ("error_finder_ewt.json", "Finding planted treebank errors: EWT dev", "spacy project run error-finder"),
     ("constituency_report.md", "The constituency parser on the WSJ sample", "spacy project run constituency"),
     ("dbn_report.md", "The DBN dependency parser on WSJ10 and EWT10", "spacy project run dbn"),
 ]

@@ -1,5 +1,6 @@
 """``spacy-isbn parse``: formats in and out, rejects, resuming a killed run."""
 import gzip
+import io
 import json
 import os
 import signal
@@ -185,3 +186,44 @@ def test_worker_processes_write_what_one_process_writes(model, tmp_path):
     run_parse(ParseJob(**{**one.__dict__, "output": str(tmp_path / "two"), "n_process": 2}),
               progress=False)
     assert _outputs(tmp_path / "two") == _outputs(tmp_path / "one")
+
+
+def _bar_states(stream) -> list:
+    """The bar's successive lines as written to ``stream``."""
+    return [s.strip() for s in stream.getvalue().replace("\n", "\r").split("\r") if s.strip()]
+
+
+def test_the_bar_counts_input_bytes_from_what_a_resumed_run_had_read(model, tmp_path):
+    plain = _corpus(tmp_path, 30)
+    packed = tmp_path / "more.txt.gz"
+    with gzip.open(packed, "wb") as f:
+        f.write(plain.read_bytes() * 3)
+    size = plain.stat().st_size + packed.stat().st_size  # the .gz counts compressed
+    job = ParseJob(model=str(model), inputs=[str(plain), str(packed)], output=str(tmp_path / "o"),
+                   shard_size=10)
+    nlp = spacy.load(model)
+    _stop_after(job, nlp, 2)
+    first_20_lines = len(b"".join(plain.read_bytes().splitlines(keepends=True)[:20]))
+    manifest = json.loads((tmp_path / "o" / MANIFEST).read_text())
+    assert manifest["shards"]["1"]["input_bytes"] == first_20_lines
+    stream = io.StringIO()
+    summary = run_parse(job, nlp=nlp, progress=stream)
+    assert summary["input_bytes"] == summary["input_bytes_read"] == size
+    assert summary["input_bytes_before"] == first_20_lines
+    states = _bar_states(stream)
+    assert states[0].startswith(f"parse: {100 * first_20_lines / size:3.0f}%")
+    assert states[-1].startswith("parse: 100%") and "100 docs" in states[-1] and "words/s" in states[-1]
+    assert json.loads((tmp_path / "o" / MANIFEST).read_text())["shards"]["2"]["input_bytes"] == \
+        plain.stat().st_size  # 30 lines in 3 shards, the .gz not yet opened
+
+
+def test_the_summary_has_the_peak_memory_of_every_process(model, tmp_path):
+    corpus = _corpus(tmp_path, 12)
+    one = run_parse(ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "one"),
+                             shard_size=3), progress=False)
+    two = run_parse(ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "two"),
+                             shard_size=3, n_process=2), progress=False)
+    assert one["peak_rss_kib"]["driver"] > 10_000 and one["peak_rss_kib"]["workers"] == {}
+    workers = two["peak_rss_kib"]["workers"]
+    assert 1 <= len(workers) <= 2 and str(os.getpid()) not in workers
+    assert all(kib > 10_000 for kib in workers.values())

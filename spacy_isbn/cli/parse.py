@@ -52,3 +52,6 @@ def parse_cli(
     print(f"{summary['docs']} documents, {summary['words']} words, {summary['rejects']} rejected "
           f"(rejects-*.tsv) in {summary['shards']} shards ({summary['shards_resumed']} done before) "
           f"-> {output}; {summary['words_per_second']:.0f} words/s")
+    peaks = summary["peak_rss_kib"]
+    workers = "".join(f", worker {pid} {kib / 1024:.0f}" for pid, kib in sorted(peaks["workers"].items()))
+    print(f"peak memory (MiB): this process {peaks['driver'] / 1024:.0f}{workers}")

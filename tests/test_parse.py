@@ -227,3 +227,34 @@ def test_the_summary_has_the_peak_memory_of_every_process(model, tmp_path):
     workers = two["peak_rss_kib"]["workers"]
     assert 1 <= len(workers) <= 2 and str(os.getpid()) not in workers
     assert all(kib > 10_000 for kib in workers.values())
+
+
+def test_parse_benchmark_writes_every_figure(model, tmp_path):
+    pytest.importorskip("ray")  # it times --engine ray too
+    corpus = tmp_path / "train.spacy"
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp(s) for s in SENTENCES]).to_disk(corpus)
+    out = tmp_path / "metrics" / "parse_speed.json"
+    main(["parse-benchmark", str(model), str(corpus), str(out), "--words", "40", "--shard-size", "3",
+          "--batch-size", "2", "--work-dir", str(tmp_path)])
+    report = json.loads(out.read_text(encoding="utf8"))
+    # 40 words: 9 sentences (4, 6, 3, 5 words, ...); whole shards of 3 in 2 parts: 12, 54 words
+    assert report["corpus_text"] == {"documents": 12, "words": 54, "documents_first_tenth": 1}
+    assert report["command"].startswith("spacy-isbn parse-benchmark ") and "--words 40" in report["command"]
+    assert "ceiling" in report["method"] and "VmHWM" in report["method"]
+    rows = report["engines"]
+    assert list(rows) == ["ceiling: 2 independent one-process runs", "one process", "--n-process 2",
+                          "--engine ray --workers 2"]
+    assert {row["words"] for row in rows.values()} == {54}  # the pipeline's tokens: the same words
+    assert all(row["words_per_second"] > 0 for row in rows.values())
+    assert rows["ceiling: 2 independent one-process runs"]["ratio_to_ceiling"] is None
+    assert all(row["ratio_to_ceiling"] > 0 for name, row in rows.items() if not name.startswith("ceiling"))
+    processes = {name: len(row["peak_rss_mib"]) for name, row in rows.items()}
+    assert processes["one process"] == 1 and processes["ceiling: 2 independent one-process runs"] == 2
+    assert 2 <= processes["--n-process 2"] <= 3 and 2 <= processes["--engine ray --workers 2"] <= 3
+    assert all(mib > 10 for row in rows.values() for mib in row["peak_rss_mib"])
+    memory = report["memory"]
+    assert memory["first tenth"]["words"] == 4 and memory["whole corpus"]["words"] == 54
+    assert memory["whole corpus"]["ratio_to_first_tenth"] == pytest.approx(
+        memory["whole corpus"]["peak_rss_kib"] / memory["first tenth"]["peak_rss_kib"])
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("parse-benchmark-")]  # cleaned up

@@ -24,6 +24,8 @@ REPORTS = [
      "spacy project run approximation-speed"),
     ("approximation_speed_ddt.json", "Mean field against feed-forward: speed on DDT",
      "spacy project run approximation-speed . --vars.treebank ddt"),
+    ("parse_speed_ewt.json", "Parsing a corpus: words/s by engine, peak memory (EWT)",
+     "spacy project run parse-benchmark"),
     ("constituency_report.md", "The constituency parser on the WSJ sample", "spacy project run constituency"),
     ("dbn_report.md", "The DBN dependency parser on WSJ10 and EWT10", "spacy project run dbn"),
 ]
@@ -38,6 +40,8 @@ def _json_table(data: dict) -> List[str]:
     """A metrics JSON without its own Markdown: its rows (``rows``) or its
     nested numbers (``words_per_sec``) as a table, its settings as text."""
     out = [f"{data[k]}" for k in ("setting",) if k in data]
+    if "method" in data:
+        out += ["", f"Method: {data['method']}"]
     if "command" in data:
         out += ["", f"Command: `{data['command']}`"]
     if "rows" in data:

@@ -29,7 +29,7 @@ METHOD = (
     "workers. Each row is `spacy-isbn parse` on all parts in a fresh process (same shard and batch "
     "sizes, CoNLL-U output), words/s = the words it parsed / seconds from launch to exit (loading "
     "the pipeline, starting worker processes or a local Ray cluster included; "
-    "words_per_second_in_run leaves out only the interpreter's start). The ceiling: each part "
+    "words_per_second_in_run leaves out only starting Python and importing). The ceiling: each part "
     "parsed by its own single-process run, all started together: the same shards and batches; "
     "words/s = all words / seconds until the last exits. Peak memory: each process's peak "
     "resident set (VmHWM; ru_maxrss would count a child's parent too), the driver first. Memory "

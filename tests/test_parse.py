@@ -10,7 +10,7 @@ import time
 
 import pytest
 import spacy
-from spacy.tokens import DocBin
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from spacy_isbn.cli import main
@@ -233,13 +233,15 @@ def test_parse_benchmark_writes_every_figure(model, tmp_path):
     pytest.importorskip("ray")  # it times --engine ray too
     corpus = tmp_path / "train.spacy"
     nlp = spacy.blank("en")
-    DocBin(docs=[nlp(s) for s in SENTENCES]).to_disk(corpus)
+    two = Doc(nlp.vocab, words="the dog barks . a cat sees the dog .".split(),
+              sent_starts=[True, False, False, False, True] + [False] * 5)
+    DocBin(docs=[two, nlp(SENTENCES[2]), nlp(SENTENCES[3])]).to_disk(corpus)  # a line a sentence
     out = tmp_path / "metrics" / "parse_speed.json"
     main(["parse-benchmark", str(model), str(corpus), str(out), "--words", "40", "--shard-size", "3",
           "--batch-size", "2", "--work-dir", str(tmp_path)])
     report = json.loads(out.read_text(encoding="utf8"))
     # 40 words: 9 sentences (4, 6, 3, 5 words, ...); whole shards of 3 in 2 parts: 12, 54 words
-    assert report["corpus_text"] == {"documents": 12, "words": 54, "documents_first_tenth": 1}
+    assert report["corpus_text"] == {"lines": 12, "words": 54, "lines_first_tenth": 1}
     assert report["command"].startswith("spacy-isbn parse-benchmark ") and "--words 40" in report["command"]
     assert "ceiling" in report["method"] and "VmHWM" in report["method"]
     rows = report["engines"]

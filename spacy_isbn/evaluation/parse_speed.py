@@ -24,9 +24,9 @@ from ..corpus.files import read_docbin, write_json
 from ..errors import UserError
 
 METHOD = (
-    "The corpus's documents as plain text, one per line, repeated until there are at least the "
-    "asked number of words and a whole number of shards per part, split into as many parts as "
-    "workers. Each row is `spacy-isbn parse` on all parts in a fresh process (same shard and batch "
+    "The corpus's sentences as plain text, one per line, repeated until there are at least the "
+    "asked number of words and a whole number of shards per part (so up to workers * shard size "
+    "lines more), split into as many parts as workers. Each row is `spacy-isbn parse` on all parts in a fresh process (same shard and batch "
     "sizes, CoNLL-U output), words/s = the words it parsed / seconds from launch to exit (loading "
     "the pipeline, starting worker processes or a local Ray cluster included; "
     "words_per_second_in_run leaves out only starting Python and importing). The ceiling: each part "
@@ -37,14 +37,16 @@ METHOD = (
 
 
 def text_corpus(corpus: Path, words: int, work: Path, parts: int, shard_size: int) -> dict:
-    """Write the corpus's documents as text lines, repeated until ``words``
-    words and a multiple of ``parts * shard_size`` lines, into ``parts``
-    files of whole shards (``work/text/part-1.txt``, ...), and the lines of
-    the first tenth of the words into ``work/tenth.txt``; returns the counts."""
+    """Write the corpus's sentences (a document without them: whole) as text
+    lines (a line is a document to ``parse``, as in most corpora), repeated until ``words`` words and a
+    multiple of ``parts * shard_size`` lines, into ``parts`` files of whole
+    shards (``work/text/part-1.txt``, ...), and the lines of the first tenth
+    of the words into ``work/tenth.txt``; returns the counts."""
     import spacy
 
     docs = read_docbin(corpus, spacy.blank("xx").vocab)
-    texts = [(" ".join(doc.text.split()), len(doc)) for doc in docs]
+    sents = [s for doc in docs for s in (doc.sents if doc.has_annotation("SENT_START") else [doc[:]])]
+    texts = [(" ".join(sent.text.split()), len(sent)) for sent in sents]
     texts = [(text, n) for text, n in texts if text]
     if not texts:
         raise UserError(f"{corpus} has no text to parse")
@@ -63,7 +65,7 @@ def text_corpus(corpus: Path, words: int, work: Path, parts: int, shard_size: in
         (work / "text" / f"part-{k + 1}.txt").write_text(
             "".join(line + "\n" for line in lines[k * per_part:(k + 1) * per_part]), encoding="utf8")
     (work / "tenth.txt").write_text("".join(line + "\n" for line in lines[:tenth]), encoding="utf8")
-    return {"documents": len(lines), "words": n_words, "documents_first_tenth": tenth}
+    return {"lines": len(lines), "words": n_words, "lines_first_tenth": tenth}
 
 
 def _launch(model: Path, inputs: Path, output: Path, options: List[str]) -> subprocess.Popen:
@@ -150,7 +152,7 @@ def parse_benchmark(model: Path, corpus: Path, output: Path, words: int = 1_000_
     }
     result = {
         "setting": (f"`spacy-isbn parse` on {rows['one process']['words']:,} words "
-                    f"({sizes['documents']:,} documents of {corpus.name} as text), {workers} workers, "
+                    f"({sizes['lines']:,} sentences of {corpus.name}, one a line), {workers} workers, "
                     f"shard size {shard_size}, batch size {batch_size}, beam width "
                     f"{beam_width or 'of the pipeline'}, on a machine with "
                     f"{_cpus()} CPUs"),

@@ -1,5 +1,6 @@
 """``spacy-isbn parse``: formats in and out, rejects, resuming a killed run."""
 import gzip
+import io
 import json
 import os
 import signal
@@ -9,7 +10,7 @@ import time
 
 import pytest
 import spacy
-from spacy.tokens import DocBin
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from spacy_isbn.cli import main
@@ -185,3 +186,77 @@ def test_worker_processes_write_what_one_process_writes(model, tmp_path):
     run_parse(ParseJob(**{**one.__dict__, "output": str(tmp_path / "two"), "n_process": 2}),
               progress=False)
     assert _outputs(tmp_path / "two") == _outputs(tmp_path / "one")
+
+
+def _bar_states(stream) -> list:
+    """The bar's successive lines as written to ``stream``."""
+    return [s.strip() for s in stream.getvalue().replace("\n", "\r").split("\r") if s.strip()]
+
+
+def test_the_bar_counts_input_bytes_from_what_a_resumed_run_had_read(model, tmp_path):
+    plain = _corpus(tmp_path, 30)
+    packed = tmp_path / "more.txt.gz"
+    with gzip.open(packed, "wb") as f:
+        f.write(plain.read_bytes() * 3)
+    size = plain.stat().st_size + packed.stat().st_size  # the .gz counts compressed
+    job = ParseJob(model=str(model), inputs=[str(plain), str(packed)], output=str(tmp_path / "o"),
+                   shard_size=10)
+    nlp = spacy.load(model)
+    _stop_after(job, nlp, 2)
+    first_20_lines = len(b"".join(plain.read_bytes().splitlines(keepends=True)[:20]))
+    manifest = json.loads((tmp_path / "o" / MANIFEST).read_text())
+    assert manifest["shards"]["1"]["input_bytes"] == first_20_lines
+    stream = io.StringIO()
+    summary = run_parse(job, nlp=nlp, progress=stream)
+    assert summary["input_bytes"] == summary["input_bytes_read"] == size
+    assert summary["input_bytes_before"] == first_20_lines
+    states = _bar_states(stream)
+    assert states[0].startswith(f"parse: {100 * first_20_lines / size:3.0f}%")
+    assert states[-1].startswith("parse: 100%") and "100 docs" in states[-1] and "words/s" in states[-1]
+    assert json.loads((tmp_path / "o" / MANIFEST).read_text())["shards"]["2"]["input_bytes"] == \
+        plain.stat().st_size  # 30 lines in 3 shards, the .gz not yet opened
+
+
+def test_the_summary_has_the_peak_memory_of_every_process(model, tmp_path):
+    corpus = _corpus(tmp_path, 12)
+    one = run_parse(ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "one"),
+                             shard_size=3), progress=False)
+    two = run_parse(ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "two"),
+                             shard_size=3, n_process=2), progress=False)
+    assert one["peak_rss_kib"]["driver"] > 10_000 and one["peak_rss_kib"]["workers"] == {}
+    workers = two["peak_rss_kib"]["workers"]
+    assert 1 <= len(workers) <= 2 and str(os.getpid()) not in workers
+    assert all(kib > 10_000 for kib in workers.values())
+
+
+def test_parse_benchmark_writes_every_figure(model, tmp_path):
+    pytest.importorskip("ray")  # it times --engine ray too
+    corpus = tmp_path / "train.spacy"
+    nlp = spacy.blank("en")
+    two = Doc(nlp.vocab, words="the dog barks . a cat sees the dog .".split(),
+              sent_starts=[True, False, False, False, True] + [False] * 5)
+    DocBin(docs=[two, nlp(SENTENCES[2]), nlp(SENTENCES[3])]).to_disk(corpus)  # a line a sentence
+    out = tmp_path / "metrics" / "parse_speed.json"
+    main(["parse-benchmark", str(model), str(corpus), str(out), "--words", "40", "--shard-size", "3",
+          "--batch-size", "2", "--work-dir", str(tmp_path)])
+    report = json.loads(out.read_text(encoding="utf8"))
+    # 40 words: 9 sentences (4, 6, 3, 5 words, ...); whole shards of 3 in 2 parts: 12, 54 words
+    assert report["corpus_text"] == {"lines": 12, "words": 54, "lines_first_tenth": 1}
+    assert report["command"].startswith("spacy-isbn parse-benchmark ") and "--words 40" in report["command"]
+    assert "ceiling" in report["method"] and "VmHWM" in report["method"]
+    rows = report["engines"]
+    assert list(rows) == ["ceiling: 2 independent one-process runs", "one process", "--n-process 2",
+                          "--engine ray --workers 2"]
+    assert {row["words"] for row in rows.values()} == {54}  # the pipeline's tokens: the same words
+    assert all(row["words_per_second"] > 0 for row in rows.values())
+    assert rows["ceiling: 2 independent one-process runs"]["ratio_to_ceiling"] is None
+    assert all(row["ratio_to_ceiling"] > 0 for name, row in rows.items() if not name.startswith("ceiling"))
+    processes = {name: len(row["peak_rss_mib"]) for name, row in rows.items()}
+    assert processes["one process"] == 1 and processes["ceiling: 2 independent one-process runs"] == 2
+    assert 2 <= processes["--n-process 2"] <= 3 and 2 <= processes["--engine ray --workers 2"] <= 3
+    assert all(mib > 10 for row in rows.values() for mib in row["peak_rss_mib"])
+    memory = report["memory"]
+    assert memory["first tenth"]["words"] == 4 and memory["whole corpus"]["words"] == 54
+    assert memory["whole corpus"]["ratio_to_first_tenth"] == pytest.approx(
+        memory["whole corpus"]["peak_rss_kib"] / memory["first tenth"]["peak_rss_kib"])
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("parse-benchmark-")]  # cleaned up

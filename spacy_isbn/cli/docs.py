@@ -27,6 +27,8 @@ REPORTS = [
     ("perplexity_ewt.md", "The generative ISBN as a language model: perplexity on EWT test",
      "spacy project run perplexity"),
     ("error_finder_ewt.json", "Finding planted treebank errors: EWT dev", "spacy project run error-finder"),
+    ("parse_speed_ewt.json", "Parsing a corpus: words/s by engine, peak memory (EWT)",
+     "spacy project run parse-benchmark"),
     ("constituency_report.md", "The constituency parser on the WSJ sample", "spacy project run constituency"),
     ("dbn_report.md", "The DBN dependency parser on WSJ10 and EWT10", "spacy project run dbn"),
 ]
@@ -41,6 +43,8 @@ def _json_table(data: dict) -> List[str]:
     """A metrics JSON without its own Markdown: its rows (``rows``) or its
     nested numbers (``words_per_sec``) as a table, its settings as text."""
     out = [f"{data[k]}" for k in ("setting",) if k in data]
+    if "method" in data:
+        out += ["", f"Method: {data['method']}"]
     if "command" in data:
         out += ["", f"Command: `{data['command']}`"]
     if "rows" in data:

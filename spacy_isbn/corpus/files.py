@@ -7,7 +7,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator, Union
+from typing import IO, Iterator, List, Optional, Union
 
 import srsly
 from spacy.tokens import Doc, DocBin
@@ -30,15 +30,48 @@ class CorpusFormatError(UserError, ValueError):
         return type(self), (self.path, self.line, self.reason)
 
 
-def text_lines(path, *, keep_errors: bool = False) -> Iterator[Union[str, CorpusFormatError]]:
+class BytesRead:
+    """How far a list of files has been read, in bytes as stored (compressed
+    for ``.gz``): lines are read lazily, so this, against the files' total
+    size known up front, is what a progress bar can count."""
+
+    def __init__(self, files: List[Path]):
+        self.total = sum(Path(f).stat().st_size for f in files)
+        self._finished = 0
+        self._current: Optional[IO] = None
+
+    @property
+    def position(self) -> int:
+        return self._finished + (self._current.tell() if self._current is not None else 0)
+
+    def reading(self, raw: IO) -> None:
+        self._current = raw
+
+    def finished(self, path: Path) -> None:
+        self._current = None
+        self._finished += path.stat().st_size
+
+
+def text_lines(path, *, keep_errors: bool = False,
+               bytes_read: Optional[BytesRead] = None) -> Iterator[Union[str, CorpusFormatError]]:
     """The lines of a UTF-8 text file (``.gz`` too; a byte-order mark is
     dropped, CRLF read as LF), lazily; a line that is not UTF-8 is one error
     naming the file, line and column, raised, or with ``keep_errors`` handed
-    back in the line's place."""
+    back in the line's place.  ``bytes_read`` follows the file's position."""
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path} is a directory, not a text file")
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
+    with open(path, "rb") as raw:
+        if bytes_read is not None:
+            bytes_read.reading(raw)
+        yield from _decoded_lines(path, gzip.GzipFile(fileobj=raw) if path.suffix == ".gz" else raw,
+                                  keep_errors)
+    if bytes_read is not None:
+        bytes_read.finished(path)
+
+
+def _decoded_lines(path: Path, f: IO, keep_errors: bool) -> Iterator[Union[str, CorpusFormatError]]:
+    with f:
         for lineno, raw in enumerate(f, 1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]

@@ -5,7 +5,7 @@ the shards, manifest and rejects are written exactly as the local engine
 writes them.  Docs travel back as a DocBin's bytes."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from spacy.tokens import Doc
 
@@ -20,23 +20,25 @@ def _ray():
     return ray
 
 
-def parse_on_ray(job, pending: Iterable[Tuple[int, List]], address: Optional[str] = None,
-                 workers: int = 2, in_flight: int = 2) -> Iterator[Tuple[int, List, List[Doc]]]:
-    """``(k, chunk, docs)`` of each pending shard, in order; Ray is started
-    here (and stopped after) unless the caller already connected to it."""
+def parse_on_ray(job, pending: Iterable[Tuple[int, List]], worker_peaks: Dict[str, int],
+                 address: Optional[str] = None, workers: int = 2,
+                 in_flight: int = 2) -> Iterator[Tuple[int, List, List[Doc]]]:
+    """``(k, chunk, docs)`` of each pending shard, in order (each actor's
+    peak memory into ``worker_peaks``); Ray is started here (and stopped
+    after) unless the caller already connected to it."""
     ray = _ray()
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, num_cpus=None if address else workers,
                  include_dashboard=False, log_to_driver=False)
     try:
-        yield from _parse(ray, job, pending, workers, in_flight)
+        yield from _parse(ray, job, pending, worker_peaks, workers, in_flight)
     finally:
         if started:
             ray.shutdown()
 
 
-def _parse(ray, job, pending, workers: int, in_flight: int):
+def _parse(ray, job, pending, worker_peaks, workers: int, in_flight: int):
     from .shards import docs_from_bytes
 
     @ray.remote(num_cpus=1)
@@ -70,4 +72,6 @@ def _parse(ray, job, pending, workers: int, in_flight: int):
                 ray.kill(actor)
             return
         k, chunk, ref = queue.pop(0)
-        yield k, chunk, decode(ray.get(ref))
+        data, worker, peak = ray.get(ref)
+        worker_peaks[worker] = max(peak, worker_peaks.get(worker, 0))
+        yield k, chunk, decode(data)

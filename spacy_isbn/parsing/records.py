@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Union
 
 from ..corpus.conll import parse_block
-from ..corpus.files import CorpusFormatError, text_lines
+from ..corpus.files import BytesRead, CorpusFormatError, text_lines
 from ..errors import UserError
 
 FORMATS = ("text", "jsonl", "conllu")
@@ -72,11 +72,12 @@ def file_format(path: Path, given: str = "auto") -> str:
 
 
 def read_records(files: List[Path], fmt: str = "auto", text_unit: str = "line",
-                 max_chars: int = 1_000_000) -> Iterator[Item]:
-    """Every record of ``files`` in order, lazily."""
+                 max_chars: int = 1_000_000, bytes_read: Optional[BytesRead] = None) -> Iterator[Item]:
+    """Every record of ``files`` in order, lazily (``bytes_read`` follows how
+    far the files have been read)."""
     for path in files:
         kind = file_format(path, fmt)
-        lines = _lines(path)
+        lines = _lines(path, bytes_read)
         if kind == "jsonl":
             items = _jsonl(path, lines)
         elif kind == "conllu":
@@ -93,9 +94,9 @@ def read_records(files: List[Path], fmt: str = "auto", text_unit: str = "line",
             yield item
 
 
-def _lines(path: Path) -> Iterator[Union[str, Reject]]:
+def _lines(path: Path, bytes_read: Optional[BytesRead] = None) -> Iterator[Union[str, Reject]]:
     """The file's lines, or a Reject for a line that is not UTF-8."""
-    for line in text_lines(path, keep_errors=True):
+    for line in text_lines(path, keep_errors=True, bytes_read=bytes_read):
         if isinstance(line, CorpusFormatError):
             yield Reject(f"{line.path}:{line.line}", line.reason)
         else:

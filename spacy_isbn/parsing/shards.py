@@ -7,16 +7,18 @@ output equals an uninterrupted run's, byte for byte."""
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional
+from typing import IO, Dict, Iterable, Iterator, List, Optional, Union
 
 import srsly
 from spacy.tokens import Doc, DocBin
 
-from ..corpus.files import write_json, write_text
+from ..corpus.files import BytesRead, write_json, write_text
 from ..errors import UserError
+from .memory import peak_rss_kib
 from .records import Record, Reject, input_files, read_records
 from .writers import OUTPUT_FORMATS, write_shard
 
@@ -85,39 +87,56 @@ def _doc(nlp, record: Record) -> Doc:
     return doc
 
 
-def run_parse(job: ParseJob, nlp=None, progress: bool = True, engine: str = "local",
+def progress_bar(total: int, initial: int, progress: Union[bool, IO]):
+    """The parse's bar: input bytes read of ``total`` (the input is read
+    lazily, so its documents are not counted up front; its size is), so that
+    tqdm can say how long is left; documents and words/s go in its postfix.
+    ``progress``: True (stderr), False (none) or a stream."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024,
+                desc="parse", disable=progress is False,
+                file=None if isinstance(progress, bool) else progress)
+
+
+def run_parse(job: ParseJob, nlp=None, progress: Union[bool, IO] = True, engine: str = "local",
               address: Optional[str] = None, workers: int = 2) -> dict:
     """Parse the job's inputs into its output directory (resuming a killed
     run); returns the summary: documents, rejects, words, shards done now
-    and before, seconds, words/s.  ``engine``: "local" (``nlp.pipe`` with
-    ``job.n_process`` processes) or "ray" (``workers`` actors on the Ray
-    cluster at ``address``, a local one when None, each loading the pipeline
-    once); shards, manifest, rejects and output are the same."""
-    from tqdm import tqdm
-
+    and before, input bytes (all, and read before this run), seconds,
+    words/s, and the peak memory of the driver and of each worker.
+    ``engine``: "local" (``nlp.pipe`` with ``job.n_process`` processes) or
+    "ray" (``workers`` actors on the Ray cluster at ``address``, a local one
+    when None, each loading the pipeline once); shards, manifest, rejects and
+    output are the same."""
     output = Path(job.output)
     output.mkdir(parents=True, exist_ok=True)
     manifest = _load_manifest(job)
     files = input_files(job.inputs)
-    items = read_records(files, job.input_format, job.text_unit, job.max_chars)
+    bytes_read = BytesRead(files)
+    items = read_records(files, job.input_format, job.text_unit, job.max_chars, bytes_read)
     done_before = len(manifest["shards"])
+    # shards finish in order: the last one done says how far the input was read
+    bytes_before = max((s.get("input_bytes", 0) for s in manifest["shards"].values()), default=0)
+    bytes_done = bytes_before
     start = time.perf_counter()
-    parsed_words = 0
-    bar = tqdm(unit="doc", disable=not progress, desc="parse")
+    parsed_words = parsed_docs = 0
+    bar = progress_bar(bytes_read.total, bytes_before, progress)
+    shard_ends: Dict[int, int] = {}
+    worker_peaks: Dict[str, int] = {}
 
     def pending():
         for k, chunk in enumerate(_shards(items, job.shard_size)):
+            shard_ends[k] = bytes_read.position
             entry = manifest["shards"].get(str(k))
-            if entry is not None and shard_path(output, k, job.output_format).exists():
-                bar.update(entry["docs"] + entry["rejects"])
-            else:
+            if entry is None or not shard_path(output, k, job.output_format).exists():
                 yield k, chunk
 
     if engine == "ray":
         from .ray_engine import parse_on_ray
-        parsed = parse_on_ray(job, pending(), address=address, workers=workers)
+        parsed = parse_on_ray(job, pending(), worker_peaks, address=address, workers=workers)
     else:
-        parsed = _parse_here(job, pending(), nlp)
+        parsed = _parse_here(job, pending(), worker_peaks, nlp)
     for k, chunk, docs in parsed:
         records = [r for r in chunk if isinstance(r, Record)]
         rejects = [r for r in chunk if isinstance(r, Reject)]
@@ -127,20 +146,27 @@ def run_parse(job: ParseJob, nlp=None, progress: bool = True, engine: str = "loc
             write_text(rejects_path(output, k), "".join(f"{r.where}\t{r.reason}\n" for r in rejects))
         words = sum(len(d) for d in docs)
         parsed_words += words
+        parsed_docs += len(docs)
         manifest["shards"][str(k)] = {"first_record": k * job.shard_size, "records": len(chunk),
-                                      "docs": len(docs), "rejects": len(rejects), "words": words}
+                                      "docs": len(docs), "rejects": len(rejects), "words": words,
+                                      "input_bytes": shard_ends[k]}
         write_json(output / MANIFEST, manifest)
-        bar.update(len(chunk))
+        bar.update(shard_ends[k] - bytes_done)
+        bytes_done = shard_ends[k]
         seconds = time.perf_counter() - start
-        bar.set_postfix(words_per_s=f"{parsed_words / max(seconds, 1e-9):.0f}", shards=k + 1)
+        bar.set_postfix_str(f"{parsed_docs} docs, {parsed_words / max(seconds, 1e-9):.0f} words/s")
+    bar.update(bytes_read.position - bytes_done)  # all read: the last shard may end before EOF
+    bytes_done = bytes_read.position
     bar.close()
     seconds = time.perf_counter() - start
     shards = manifest["shards"].values()
     return {"output": str(output), "shards": len(manifest["shards"]),
             "shards_resumed": done_before, "docs": sum(s["docs"] for s in shards),
             "rejects": sum(s["rejects"] for s in shards), "words": sum(s["words"] for s in shards),
-            "words_parsed_now": parsed_words, "seconds": seconds,
-            "words_per_second": parsed_words / max(seconds, 1e-9)}
+            "words_parsed_now": parsed_words, "input_bytes": bytes_read.total,
+            "input_bytes_before": bytes_before, "input_bytes_read": bytes_done, "seconds": seconds,
+            "words_per_second": parsed_words / max(seconds, 1e-9),
+            "peak_rss_kib": {"driver": peak_rss_kib(), "workers": worker_peaks}}
 
 
 def load_pipeline(job: ParseJob):
@@ -162,10 +188,12 @@ def parse_records(nlp, job: ParseJob, chunk: List) -> List[Doc]:
     return list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size))
 
 
-def parsed_bytes(nlp, job: ParseJob, chunk: List) -> bytes:
+def parsed_bytes(nlp, job: ParseJob, chunk: List) -> tuple:
     """A worker's answer: the shard's parsed docs as a DocBin (scores in its
-    user data), for :func:`docs_from_bytes` in the writing process."""
-    return DocBin(store_user_data=True, docs=parse_records(nlp, job, chunk)).to_bytes()
+    user data), for :func:`docs_from_bytes` in the writing process, with the
+    worker's name (its pid) and peak memory so far."""
+    data = DocBin(store_user_data=True, docs=parse_records(nlp, job, chunk)).to_bytes()
+    return data, str(os.getpid()), peak_rss_kib()
 
 
 def docs_from_bytes(job: ParseJob):
@@ -177,10 +205,11 @@ def docs_from_bytes(job: ParseJob):
     return lambda data: list(DocBin().from_bytes(data).get_docs(vocab))
 
 
-def _parse_here(job: ParseJob, pending, nlp=None):
+def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
     """One process; or ``job.n_process`` worker processes that each load the
     pipeline once and parse whole shards (as the Ray actors do), a few
-    shards ahead, their docs back as a DocBin's bytes, in shard order."""
+    shards ahead, their docs back as a DocBin's bytes, in shard order (and
+    their peak memory into ``worker_peaks``)."""
     if job.n_process <= 1:
         nlp = nlp if nlp is not None else load_pipeline(job)
         for k, chunk in pending:
@@ -198,7 +227,8 @@ def _parse_here(job: ParseJob, pending, nlp=None):
                 chunks.append((k, chunk))
                 yield chunk
 
-        for data in pool.imap(_worker_parse, remember(pending)):
+        for data, worker, peak in pool.imap(_worker_parse, remember(pending)):
+            worker_peaks[worker] = max(peak, worker_peaks.get(worker, 0))
             k, chunk = chunks.pop(0)
             yield k, chunk, decode(data)
 
@@ -210,7 +240,7 @@ def _worker_init(job: ParseJob) -> None:
     _WORKER["job"], _WORKER["nlp"] = job, load_pipeline(job)
 
 
-def _worker_parse(chunk: List) -> bytes:
+def _worker_parse(chunk: List) -> tuple:
     return parsed_bytes(_WORKER["nlp"], _WORKER["job"], chunk)
 
 

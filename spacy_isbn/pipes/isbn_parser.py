@@ -13,7 +13,10 @@ the generative scores:
 * ``doc._.isbn_kbest``: the final beam of each piece of the doc's search, as
   ``[[start, end, analyses], ...]`` with ``analyses`` = ``[logprob, heads,
   labels]`` best first, one head (an absolute token index) and label per
-  token of the piece (columns: cheap to send between processes).
+  token of the piece (columns: cheap to send between processes);
+* ``token._.isbn_head_prob``, ``token._.isbn_dep_prob``: the probability of
+  the token's head, and of its head and label, over that beam
+  (:mod:`.arc_confidence`; None for whitespace tokens).
 
 A doc is searched as one derivation, its sentences chained as in training.
 Sentence boundaries already on the Doc are respected; where there are none
@@ -62,6 +65,7 @@ from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
 )
+from .arc_confidence import arc_marginals, write_arc_probs
 from .base import DocWords, ISBNPipe, write_trees
 from .projectivity import deprojectivize, projectivize
 from .tree_scores import TreeScores
@@ -100,6 +104,7 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "sentence_kbest": False,
         "free_end": False,
         "boundary_beam": 0,
+        "confidence_temperature": 1.0,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -127,6 +132,7 @@ def make_isbn_parser(
     sentence_kbest: bool,
     free_end: bool,
     boundary_beam: int,
+    confidence_temperature: float,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -143,13 +149,15 @@ def make_isbn_parser(
     the conditional model may end a sentence after any word (trained so,
     its headless words then attached to the sentence's root), instead of
     only once the sentence's tree is complete; boundary_beam: with
-    sentence_kbest, the beam of the pass that finds the sentences (0: beam_width)."""
+    sentence_kbest, the beam of the pass that finds the sentences (0: beam_width);
+    confidence_temperature: divides the beam's scores before the softmax
+    that weighs its analyses for the arc probabilities."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
         sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
-        scorer=scorer,
+        confidence_temperature=confidence_temperature, scorer=scorer,
     )
 
 
@@ -218,6 +226,7 @@ class ISBNParser(TreeScores, ISBNPipe):
         sentence_kbest: bool = False,
         free_end: bool = False,
         boundary_beam: int = 0,
+        confidence_temperature: float = 1.0,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
@@ -231,6 +240,7 @@ class ISBNParser(TreeScores, ISBNPipe):
             "max_batch_words": max_batch_words, "segment_length": segment_length,
             "sentence_kbest": sentence_kbest, "free_end": free_end,
             "boundary_beam": boundary_beam,
+            "confidence_temperature": float(confidence_temperature),
         }, scorer)
         # seconds of search, and of the model's array work within it (the benchmark's ceiling)
         self.search_timing = {"array_seconds": 0.0, "total_seconds": 0.0}
@@ -498,12 +508,14 @@ class ISBNParser(TreeScores, ISBNPipe):
         first word when leading) and belongs to that word's sentence and
         piece.  A doc of whitespace only is one sentence: its first token the
         root, the others attached to it, scored as the empty text (0, no
-        sentences, no k best)."""
+        sentences, no k best).  Each piece's beam gives its tokens' arc
+        probabilities (:mod:`.arc_confidence`)."""
+        temperature = self.cfg.get("confidence_temperature", 1.0)
         for doc, pieces in zip(docs, parses):
             words = DocWords(doc)
             heads = numpy.arange(len(words), dtype="int64")
             deps = [""] * len(words)
-            sentences, kbest = [], []
+            sentences, kbest, arc_probs = [], [], []
             for offset, seg in pieces:
                 for sent in seg.sentences:
                     start, end = offset + sent.start, offset + sent.start + len(sent.heads)
@@ -528,8 +540,11 @@ class ISBNParser(TreeScores, ISBNPipe):
                         tree_heads = token_heads.tolist()
                     analyses.append([float(score), tree_heads, tree_labels])
                 kbest.append([*words.token_span(offset, offset + size), analyses])
+                arc_probs.append((*words.token_span(offset, offset + size), *arc_marginals(
+                    *zip(*analyses), chosen=0, temperature=temperature)))
             if pieces:
                 write_trees(doc, *words.token_trees(0, len(words), heads, deps))
+                write_arc_probs(doc, arc_probs)
             elif len(doc):  # whitespace only
                 write_trees(doc, numpy.zeros(len(doc), dtype="int64"),
                             [self._root_label] + ["dep"] * (len(doc) - 1))

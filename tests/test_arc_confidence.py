@@ -4,7 +4,7 @@ import numpy
 import pytest
 import spacy
 
-from spacy_isbn.pipes.arc_confidence import analysis_weights, arc_marginals
+from spacy_isbn.pipes.arc_confidence import analysis_weights, arc_marginals, coverage
 
 from .test_reranker import reranked_pipeline, tagged_examples
 from .test_whitespace import TEXTS
@@ -25,6 +25,17 @@ def test_marginals_of_hand_made_candidates():
     head, dep = arc_marginals(SCORES, HEADS, LABELS, chosen=0, temperature=2.0)
     assert head == pytest.approx([(root[0] + root[1]) / root.sum(), 1.0, (root[0] + root[2]) / root.sum()])
     assert dep[2] == pytest.approx(root[0] / root.sum())
+    # the list covers 0.6 of the conditional mass; outside it the chosen arcs are kept at 0.5
+    head, dep = arc_marginals(SCORES, HEADS, LABELS, chosen=0, covered=0.6, outside_agreement=0.5)
+    assert head == pytest.approx(numpy.array([0.8, 1.0, 0.7]) * 0.8)
+    assert dep == pytest.approx(numpy.array([0.8, 1.0, 0.5]) * 0.8)
+
+
+def test_coverage_is_the_conditional_mass_of_the_list():
+    assert coverage(numpy.log([0.3, 0.2])) == pytest.approx(0.5)
+    assert coverage([numpy.log(0.3), -numpy.inf]) == pytest.approx(0.3)
+    assert coverage([-numpy.inf]) == 0.0
+    assert coverage([0.0, 0.0]) == 1.0  # rounding never makes it more than all
 
 
 def test_weights_of_underivable_analyses():
@@ -42,10 +53,15 @@ def test_a_tokens_head_probabilities_sum_to_one_over_the_candidates_heads():
         heads = rng.randint(n, size=(k, n)).tolist()
         labels = rng.choice(["a", "b"], size=(k, n)).tolist()
         scores = rng.normal(size=k) * 3
+        covered = rng.uniform()
         for i in range(n):
             firsts = {heads[c][i]: c for c in reversed(range(k))}  # one candidate per head
             total = sum(arc_marginals(scores, heads, labels, chosen=c)[0][i] for c in firsts.values())
             assert total == pytest.approx(1.0)
+            # outside mass kept for other heads: less than 1 in all
+            total = sum(arc_marginals(scores, heads, labels, c, 1.0, covered, 0.5)[0][i]
+                        for c in firsts.values())
+            assert total == pytest.approx(covered + (1 - covered) * 0.5)
             for c in range(k):
                 head, dep = arc_marginals(scores, heads, labels, chosen=c)
                 assert 0 < dep[i] <= head[i] <= 1
@@ -89,11 +105,18 @@ def test_pipelines_set_the_probabilities_on_every_word(pipelines, name):
 @pytest.mark.parametrize("name", ["generative", "conditional"])
 def test_the_parser_marginalises_its_final_beam(pipelines, name):
     nlp, disable = pipelines[name]
-    with nlp.select_pipes(disable=disable):
-        doc = nlp("the dog barks . a cat sees the dog .")
+    parser = nlp.get_pipe("isbn_parser")
+    parser.cfg["outside_agreement"] = 0.5
+    try:
+        with nlp.select_pipes(disable=disable):
+            doc = nlp("the dog barks . a cat sees the dog .")
+    finally:
+        parser.cfg["outside_agreement"] = 1.0
     for start, end, analyses in doc._.isbn_kbest:
         scores, heads, labels = zip(*analyses)
-        head, dep = arc_marginals(scores, heads, labels, chosen=0)
+        # a conditional beam's scores are log P(trees | words): their mass is its coverage
+        covered = 1.0 if parser.generative else numpy.exp(numpy.logaddexp.reduce(scores))
+        head, dep = arc_marginals(scores, heads, labels, 0, 1.0, covered, 0.5)
         assert [t._.isbn_head_prob for t in doc[start:end]] == pytest.approx(head)
         assert [t._.isbn_dep_prob for t in doc[start:end]] == pytest.approx(dep)
         assert [t.head.i for t in doc[start:end]] == list(heads[0])
@@ -106,12 +129,15 @@ def test_the_reranker_weighs_candidates_by_the_combined_score(pipelines):
         doc = nlp("the dog barks . a cat sees the dog .")
     [cands] = reranker.candidates([doc])
     weight = reranker.cfg["rerank_weight"]
-    reranker.cfg["confidence_temperature"] = 2.0
+    reranker.cfg.update(confidence_temperature=2.0, outside_agreement=0.5)
     try:
         reranker.annotate([doc], [cands], weight)
     finally:
-        reranker.cfg["confidence_temperature"] = 1.0
+        reranker.cfg.update(confidence_temperature=1.0, outside_agreement=1.0)
     for (start, end, heads, labels, cond, gen), order in zip(cands.entries, cands.choose(weight)):
-        head, dep = arc_marginals(cond + weight * gen, heads, labels, int(order[0]), 2.0)
+        covered = numpy.exp(numpy.logaddexp.reduce(cond))
+        assert 0 < covered < 1
+        head, dep = arc_marginals(cond + weight * gen, heads, labels, int(order[0]), 2.0,
+                                  covered, 0.5)
         assert [t._.isbn_head_prob for t in doc[start:end]] == pytest.approx(head)
         assert [t._.isbn_dep_prob for t in doc[start:end]] == pytest.approx(dep)

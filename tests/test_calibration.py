@@ -1,5 +1,5 @@
 """Calibration of the arc probabilities: ECE, reliability bins, the
-``calibration`` and ``confidence-temperature`` commands on tiny data."""
+``calibration`` and ``confidence-fit`` commands on tiny data."""
 import numpy
 import pytest
 import spacy
@@ -88,10 +88,11 @@ def test_calibration_and_temperature_commands(tmp_path):
     corpus = tmp_path / "tiny.spacy"
     main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "1"])
     isbn, beam = _train(corpus, tmp_path)
-    main(["confidence-temperature", str(isbn), str(corpus), "--temperatures", "0.5,2",
-          "--half", "first"])
-    chosen = spacy.load(isbn).get_pipe("isbn_parser").cfg["confidence_temperature"]
-    assert chosen in (0.5, 2.0)
+    main(["confidence-fit", str(isbn), str(corpus), "--temperatures", "0.5,2",
+          "--agreements", "0.5,1", "--half", "first"])
+    cfg = spacy.load(isbn).get_pipe("isbn_parser").cfg
+    chosen = cfg["confidence_temperature"]
+    assert chosen in (0.5, 2.0) and cfg["outside_agreement"] in (0.5, 1.0)
     out, svg = tmp_path / "calibration.json", tmp_path / "calibration.svg"
     main(["calibration", str(isbn), str(corpus), str(out), "--svg", str(svg),
           "--baseline", str(beam), "--half", "second"])

@@ -1,8 +1,8 @@
-"""``calibration`` and ``confidence-temperature``: how well the arc
-probabilities (``token._.isbn_head_prob``/``isbn_dep_prob``) are calibrated,
-against spaCy's beam parser, and the temperature that calibrates them.
+"""``calibration`` and ``confidence-fit``: how well the arc probabilities
+(``token._.isbn_head_prob``/``isbn_dep_prob``) are calibrated, against
+spaCy's beam parser, and the settings that calibrate them.
 
-    spacy-isbn confidence-temperature training/ewt/model-best corpus/ewt/dev.spacy --half first
+    spacy-isbn confidence-fit training/ewt/model-best corpus/ewt/dev.spacy --half first
     spacy-isbn calibration training/ewt/model-best corpus/ewt/dev.spacy metrics/calibration_ewt.json \\
         --svg metrics/calibration_ewt.svg --baseline training/spacy_ewt/model-best --half second
 """
@@ -47,23 +47,28 @@ def calibration_cli(
                       for name, s in result["systems"].items()}, indent=1))
 
 
-@app.command("confidence-temperature")
-def confidence_temperature_cli(
+@app.command("confidence-fit")
+def confidence_fit_cli(
     model: Path = Arg(..., help="a pipeline with an isbn_parser or isbn_reranker"),
     data: Path = Arg(..., help="a gold .spacy corpus (dev)"),
-    temperatures: str = Opt("0.25,0.5,0.75,1,1.5,2,3,4,6", "--temperatures",
-                            help="comma-separated candidates"),
+    temperatures: str = Opt("0.5,1,2,3,4,6", "--temperatures", help="comma-separated candidates"),
+    agreements: str = Opt("0.6,0.7,0.75,0.8,0.85,0.9,0.95,1", "--agreements",
+                          help="outside agreements to try, comma-separated (1: the list alone)"),
     half: str = Opt("first", "--half", help=HALF_HELP),
 ):
-    """Choose the temperature of the arc probabilities by ECE on dev and save it with the pipeline."""
-    from ..evaluation.calibration import fit_temperature
+    """Choose the arc probabilities' temperature and outside agreement by ECE on dev; save them."""
+    from ..evaluation.calibration import fit_confidence
 
     values = numbers(temperatures, "--temperatures", float)
     if not values or min(values) <= 0:
         raise CliError(f"--temperatures {temperatures!r}: give positive numbers")
-    result = fit_temperature(require(model, "pipeline"), require(data, "corpus"), values,
-                             half=_half(half))
-    for t, ece in result["ece"].items():
-        print(f"confidence_temperature {t}: ECE head {ece['head']:.4f}, head+label {ece['dep']:.4f}")
-    _save_setting(Path(model), [result["component"]], "confidence_temperature",
-                  result["confidence_temperature"])
+    shares = numbers(agreements, "--agreements", float, minimum=0)
+    if not shares or max(shares) > 1:
+        raise CliError(f"--agreements {agreements!r}: give numbers from 0 to 1")
+    result = fit_confidence(require(model, "pipeline"), require(data, "corpus"), values, shares,
+                            half=_half(half))
+    for row in result["ece"]:
+        print(f"confidence_temperature {row['confidence_temperature']:g}, outside_agreement "
+              f"{row['outside_agreement']:g}: ECE head {row['head']:.4f}, head+label {row['dep']:.4f}")
+    for key in ("confidence_temperature", "outside_agreement"):
+        _save_setting(Path(model), [result["component"]], key, result[key])

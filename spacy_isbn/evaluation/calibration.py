@@ -169,29 +169,38 @@ def _read_half(data: Path, vocab, half: str) -> List[Doc]:
     return refs
 
 
-def fit_temperature(model: Path, data: Path, temperatures: Sequence[float], *,
-                    half: str = "first", n_bins: int = N_BINS, batch_size: int = 16) -> dict:
-    """The confidence temperature, among ``temperatures``, with the lowest
-    mean of head and head+label ECE on ``data``'s ``half`` (the pipeline
-    runs once; only the softmax changes), and each one's ECEs."""
+def fit_confidence(model: Path, data: Path, temperatures: Sequence[float],
+                   agreements: Sequence[float], *, half: str = "first", n_bins: int = N_BINS,
+                   batch_size: int = 16) -> dict:
+    """The confidence temperature and outside agreement (see
+    :mod:`..pipes.arc_confidence`), among the pairs of ``temperatures`` and
+    ``agreements``, with the lowest sum of head and head+label ECE on
+    ``data``'s ``half``, and each pair's ECEs.  The pipeline runs once;
+    only the weighting changes."""
     nlp = spacy.load(model)
     name = confidence_component(nlp, model)
     pipe = nlp.get_pipe(name)
     refs = _read_half(data, nlp.vocab, half)
     with nlp.select_pipes(disable=[name]):
         preds = list(nlp.pipe(gold_word_docs(nlp.vocab, refs), batch_size=batch_size))
-    scores = pipe.predict(preds)
+    predictions = pipe.predict(preds)
+    pipe.set_annotations(preds, predictions)
     eces = {}
     for temperature in temperatures:
-        pipe.cfg["confidence_temperature"] = float(temperature)
-        pipe.set_annotations(preds, scores)
-        arcs = arcs_of(preds, refs, lambda d: [t._.isbn_head_prob for t in d],
-                       lambda d: [t._.isbn_dep_prob for t in d])
-        eces[temperature] = [expected_calibration_error(arcs[f"{k}_conf"], arcs[f"{k}_ok"], n_bins)
-                             for k in ("head", "dep")]
-    best = min(temperatures, key=lambda t: sum(eces[t]))  # the first of equals
-    return {"component": name, "half": half, "confidence_temperature": best,
-            "ece": {str(t): {"head": h, "dep": d} for t, (h, d) in eces.items()}}
+        for agreement in agreements:
+            pipe.cfg["confidence_temperature"] = float(temperature)
+            pipe.cfg["outside_agreement"] = float(agreement)
+            pipe.write_confidence(preds, predictions)
+            arcs = arcs_of(preds, refs, lambda d: [t._.isbn_head_prob for t in d],
+                           lambda d: [t._.isbn_dep_prob for t in d])
+            eces[temperature, agreement] = [
+                expected_calibration_error(arcs[f"{k}_conf"], arcs[f"{k}_ok"], n_bins)
+                for k in ("head", "dep")]
+    best = min(eces, key=lambda key: sum(eces[key]))  # the first of equals
+    return {"component": name, "half": half, "confidence_temperature": best[0],
+            "outside_agreement": best[1],
+            "ece": [{"confidence_temperature": t, "outside_agreement": a, "head": h, "dep": d}
+                    for (t, a), (h, d) in eces.items()]}
 
 
 def calibration(model: Path, data: Path, *, baseline: Optional[Path] = None, half: str = "all",
@@ -201,8 +210,10 @@ def calibration(model: Path, data: Path, *, baseline: Optional[Path] = None, hal
     nlp = spacy.load(model)
     name = confidence_component(nlp, model)
     refs = _read_half(data, nlp.vocab, half)
+    cfg = nlp.get_pipe(name).cfg
     systems = {"isbn": {"component": name,
-                        "confidence_temperature": nlp.get_pipe(name).cfg.get("confidence_temperature"),
+                        "confidence_temperature": cfg.get("confidence_temperature", 1.0),
+                        "outside_agreement": cfg.get("outside_agreement", 1.0),
                         **summarise(isbn_arcs(nlp, refs, batch_size), n_bins)}}
     if baseline is not None:
         base = spacy.load(baseline)

@@ -65,7 +65,7 @@ from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
 )
-from .arc_confidence import arc_marginals, write_arc_probs
+from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import DocWords, ISBNPipe, write_trees
 from .projectivity import deprojectivize, projectivize
 from .tree_scores import TreeScores
@@ -105,6 +105,7 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "free_end": False,
         "boundary_beam": 0,
         "confidence_temperature": 1.0,
+        "outside_agreement": 1.0,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -133,6 +134,7 @@ def make_isbn_parser(
     free_end: bool,
     boundary_beam: int,
     confidence_temperature: float,
+    outside_agreement: float,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -151,13 +153,16 @@ def make_isbn_parser(
     only once the sentence's tree is complete; boundary_beam: with
     sentence_kbest, the beam of the pass that finds the sentences (0: beam_width);
     confidence_temperature: divides the beam's scores before the softmax
-    that weighs its analyses for the arc probabilities."""
+    that weighs its analyses for the arc probabilities; outside_agreement:
+    how far an analysis outside the beam is taken to keep the chosen arcs
+    (see :mod:`.arc_confidence`; 1: the beam's posterior alone)."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
         sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
-        confidence_temperature=confidence_temperature, scorer=scorer,
+        confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
+        scorer=scorer,
     )
 
 
@@ -227,6 +232,7 @@ class ISBNParser(TreeScores, ISBNPipe):
         free_end: bool = False,
         boundary_beam: int = 0,
         confidence_temperature: float = 1.0,
+        outside_agreement: float = 1.0,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
@@ -241,6 +247,7 @@ class ISBNParser(TreeScores, ISBNPipe):
             "sentence_kbest": sentence_kbest, "free_end": free_end,
             "boundary_beam": boundary_beam,
             "confidence_temperature": float(confidence_temperature),
+            "outside_agreement": float(outside_agreement),
         }, scorer)
         # seconds of search, and of the model's array work within it (the benchmark's ceiling)
         self.search_timing = {"array_seconds": 0.0, "total_seconds": 0.0}
@@ -509,13 +516,12 @@ class ISBNParser(TreeScores, ISBNPipe):
         piece.  A doc of whitespace only is one sentence: its first token the
         root, the others attached to it, scored as the empty text (0, no
         sentences, no k best).  Each piece's beam gives its tokens' arc
-        probabilities (:mod:`.arc_confidence`)."""
-        temperature = self.cfg.get("confidence_temperature", 1.0)
+        probabilities (:meth:`write_confidence`)."""
         for doc, pieces in zip(docs, parses):
             words = DocWords(doc)
             heads = numpy.arange(len(words), dtype="int64")
             deps = [""] * len(words)
-            sentences, kbest, arc_probs = [], [], []
+            sentences, kbest = [], []
             for offset, seg in pieces:
                 for sent in seg.sentences:
                     start, end = offset + sent.start, offset + sent.start + len(sent.heads)
@@ -540,11 +546,8 @@ class ISBNParser(TreeScores, ISBNPipe):
                         tree_heads = token_heads.tolist()
                     analyses.append([float(score), tree_heads, tree_labels])
                 kbest.append([*words.token_span(offset, offset + size), analyses])
-                arc_probs.append((*words.token_span(offset, offset + size), *arc_marginals(
-                    *zip(*analyses), chosen=0, temperature=temperature)))
             if pieces:
                 write_trees(doc, *words.token_trees(0, len(words), heads, deps))
-                write_arc_probs(doc, arc_probs)
             elif len(doc):  # whitespace only
                 write_trees(doc, numpy.zeros(len(doc), dtype="int64"),
                             [self._root_label] + ["dep"] * (len(doc) - 1))
@@ -553,6 +556,24 @@ class ISBNParser(TreeScores, ISBNPipe):
             doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
             doc._.isbn_sentences = sentences
             doc._.isbn_kbest = kbest
+        self.write_confidence(docs, parses)
+
+    def write_confidence(self, docs: Iterable[Doc], parses) -> None:
+        """The arc probabilities of each piece's final beam, as written in
+        ``doc._.isbn_kbest`` (:mod:`.arc_confidence`; ``parses`` are not
+        read again, the argument is :meth:`predict`'s as for the reranker);
+        a conditional beam's scores are log P(trees | words), so its
+        coverage is known."""
+        temperature = self.cfg.get("confidence_temperature", 1.0)
+        outside = self.cfg.get("outside_agreement", 1.0)
+        for doc in docs:
+            spans = []
+            for start, end, analyses in doc._.isbn_kbest or ():
+                scores, heads, labels = zip(*analyses)
+                covered = 1.0 if self.generative else coverage(scores)
+                spans.append((start, end, *arc_marginals(scores, heads, labels, 0, temperature,
+                                                         covered, outside)))
+            write_arc_probs(doc, spans)
 
     def _set_tags(self, tokens: Iterable[Token], sent) -> None:
         """Write the tags and morphology a joint search chose."""

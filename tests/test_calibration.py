@@ -99,13 +99,15 @@ def test_calibration_and_temperature_commands(tmp_path):
     result = srsly.read_json(out)
     assert result["half"] == "second" and result["docs"] == 2
     assert set(result["systems"]) == {"isbn", "spacy_beam"}
-    isbn_result = result["systems"]["isbn"]
-    assert isbn_result["confidence_temperature"] == chosen
+    assert f"temperature {chosen:g}," in result["systems"]["isbn"]["confidence"]
     for system in result["systems"].values():
         assert system["arcs"] == 8  # the words of the last two sentences
         assert 0 <= system["ece_head"] <= 1 and 0 <= system["ece_dep"] <= 1
-        assert sum(b["n"] for b in system["bins_head"]) == 8 and len(system["bins_dep"]) == 10
         assert system["las"] <= system["uas"]
+    assert [(c["system"], c["kind"]) for c in result["reliability"]] == [
+        ("isbn", "head"), ("isbn", "dep"), ("spacy_beam", "head"), ("spacy_beam", "dep")]
+    for curve in result["reliability"]:
+        assert sum(b["n"] for b in curve["bins"]) == 8 and len(curve["bins"]) == 10
     text = svg.read_text()
     assert text.startswith("<svg") and text.count("<polyline") + text.count("<circle") > 0
     assert "spacy_beam head+label (ECE" in text

@@ -24,6 +24,8 @@ REPORTS = [
      "spacy project run approximation-speed"),
     ("approximation_speed_ddt.json", "Mean field against feed-forward: speed on DDT",
      "spacy project run approximation-speed . --vars.treebank ddt"),
+    ("calibration_ewt.json", "Arc probabilities: calibration on EWT dev (second half)",
+     "spacy project run calibration"),
     ("constituency_report.md", "The constituency parser on the WSJ sample", "spacy project run constituency"),
     ("dbn_report.md", "The DBN dependency parser on WSJ10 and EWT10", "spacy project run dbn"),
 ]

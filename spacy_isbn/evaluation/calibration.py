@@ -13,7 +13,7 @@ the returned head (and label)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 import numpy
@@ -80,16 +80,17 @@ def arcs_of(preds: Sequence[Doc], refs: Sequence[Doc], head_probs, dep_probs) ->
     return out
 
 
-def summarise(arcs: Dict[str, list], n_bins: int = N_BINS) -> dict:
-    """Accuracy, mean confidence, ECE and reliability bins, for heads and arcs."""
-    out = {"arcs": len(arcs["head_ok"])}
+def summarise(arcs: Dict[str, list], n_bins: int = N_BINS) -> Tuple[dict, dict]:
+    """Accuracy, mean confidence and ECE, for heads and arcs; and their
+    reliability bins (``head``, ``dep``)."""
+    out, bins = {"arcs": len(arcs["head_ok"])}, {}
     for kind, acc_name in (("head", "uas"), ("dep", "las")):
         conf, ok = arcs[f"{kind}_conf"], arcs[f"{kind}_ok"]
         out[acc_name] = 100.0 * float(numpy.mean(ok)) if ok else None
         out[f"{kind}_mean_confidence"] = float(numpy.mean(conf)) if conf else None
         out[f"ece_{kind}"] = expected_calibration_error(conf, ok, n_bins)
-        out[f"bins_{kind}"] = reliability(conf, ok, n_bins)
-    return out
+        bins[kind] = reliability(conf, ok, n_bins)
+    return out, bins
 
 
 def isbn_arcs(nlp, refs: Sequence[Doc], batch_size: int = 16) -> Dict[str, list]:
@@ -206,26 +207,32 @@ def fit_confidence(model: Path, data: Path, temperatures: Sequence[float],
 def calibration(model: Path, data: Path, *, baseline: Optional[Path] = None, half: str = "all",
                 n_bins: int = N_BINS, batch_size: int = 16) -> dict:
     """Calibration of an ISBN pipeline's arc probabilities on ``data`` (and
-    of spaCy's beam parser, ``baseline``), as a JSON-ready dict."""
+    of spaCy's beam parser, ``baseline``), as a JSON-ready dict: per system
+    its scores (``systems``) and its reliability bins (``reliability``, a
+    list of ``{"system", "kind", "bins"}``)."""
     nlp = spacy.load(model)
     name = confidence_component(nlp, model)
     refs = _read_half(data, nlp.vocab, half)
     cfg = nlp.get_pipe(name).cfg
-    systems = {"isbn": {"component": name,
-                        "confidence_temperature": cfg.get("confidence_temperature", 1.0),
-                        "outside_agreement": cfg.get("outside_agreement", 1.0),
-                        **summarise(isbn_arcs(nlp, refs, batch_size), n_bins)}}
+    scores, bins = summarise(isbn_arcs(nlp, refs, batch_size), n_bins)
+    systems = {"isbn": {**scores, "confidence": f"{name}, temperature "
+                        f"{cfg.get('confidence_temperature', 1.0):g}, outside agreement "
+                        f"{cfg.get('outside_agreement', 1.0):g}"}}
+    reliabilities = [{"system": "isbn", "kind": k, "bins": b} for k, b in bins.items()]
     if baseline is not None:
         base = spacy.load(baseline)
         parser = base.get_pipe(require_component(base, "beam_parser", baseline))
-        arcs = spacy_beam_arcs(base, _read_half(data, base.vocab, half), batch_size)
-        systems["spacy_beam"] = {"component": "beam_parser", "beam_width": parser.cfg.get("beam_width"),
-                                 **summarise(arcs, n_bins)}
+        scores, bins = summarise(spacy_beam_arcs(base, _read_half(data, base.vocab, half),
+                                                 batch_size), n_bins)
+        systems["spacy_beam"] = {**scores, "confidence": "beam_parser vote share, beam "
+                                 f"{parser.cfg.get('beam_width')}"}
+        reliabilities += [{"system": "spacy_beam", "kind": k, "bins": b} for k, b in bins.items()]
     return {"model": str(model), "data": str(data), "baseline": str(baseline) if baseline else None,
             "half": half, "docs": len(refs), "n_bins": n_bins,
-            "setting": "gold words and gold sentence boundaries, predicted tags; every word, "
-                       "punctuation included",
-            "systems": systems}
+            "setting": f"Arcs of {data} ({half} half by document order: {len(refs)} documents) "
+                       "parsed from gold words and gold sentence boundaries, tags predicted; every "
+                       f"word, punctuation included; ECE over {n_bins} equal-width bins",
+            "systems": systems, "reliability": reliabilities}
 
 
 def svg_reliability(result: dict, width: int = 640, height: int = 360) -> str:
@@ -262,24 +269,24 @@ def svg_reliability(result: dict, width: int = 640, height: int = 360) -> str:
                  "Confidence (bin mean)</text>")
     parts.append(f'<text x="16" y="{top + ph / 2:.1f}" text-anchor="middle" '
                  f'transform="rotate(-90 16 {top + ph / 2:.1f})">Accuracy</text>')
-    k = 0
-    for s, (name, system) in enumerate(result.get("systems", {}).items()):
-        color = _COLORS[s % len(_COLORS)]
-        for kind, dash in (("head", ""), ("dep", ' stroke-dasharray="6,3"')):
-            pts = [(x(b["confidence"]), y(b["accuracy"])) for b in system.get(f"bins_{kind}", ())
-                   if b["n"]]
-            if len(pts) > 1:
-                coords = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-                parts.append(f'<polyline points="{coords}" fill="none" stroke="{color}" '
-                             f'stroke-width="2"{dash}/>')
-            for px, py in pts:
-                parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>')
-            ly = top + 10 + 18 * k
-            label = f"{name} {'head' if kind == 'head' else 'head+label'} (ECE {system[f'ece_{kind}']:.3f})"
-            parts.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 32}" y2="{ly}" '
-                         f'stroke="{color}" stroke-width="2"{dash}/>')
-            parts.append(f'<text x="{left + pw + 38}" y="{ly + 4}">{escape(label)}</text>')
-            k += 1
+    names = list(result.get("systems", {}))
+    for k, curve in enumerate(result.get("reliability", ())):
+        name, kind = curve["system"], curve["kind"]
+        color = _COLORS[names.index(name) % len(_COLORS)]
+        dash = "" if kind == "head" else ' stroke-dasharray="6,3"'
+        pts = [(x(b["confidence"]), y(b["accuracy"])) for b in curve["bins"] if b["n"]]
+        if len(pts) > 1:
+            coords = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+            parts.append(f'<polyline points="{coords}" fill="none" stroke="{color}" '
+                         f'stroke-width="2"{dash}/>')
+        for px, py in pts:
+            parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>')
+        ly = top + 10 + 18 * k
+        ece = result["systems"][name][f"ece_{kind}"]
+        label = f"{name} {'head' if kind == 'head' else 'head+label'} (ECE {ece:.3f})"
+        parts.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 32}" y2="{ly}" '
+                     f'stroke="{color}" stroke-width="2"{dash}/>')
+        parts.append(f'<text x="{left + pw + 38}" y="{ly + 4}">{escape(label)}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 

@@ -1,8 +1,9 @@
 """The extension attributes the package's components write, registered in one
 place (what they hold: the docstrings of :mod:`.pipes.isbn_parser`,
-:mod:`.pipes.isbn_constituency`, :mod:`.constituency.spans` and
-:mod:`.dbn.pipe`).  Each component's module calls :func:`register_extensions`
-when it is imported, so a pipeline that holds one has them all."""
+:mod:`.pipes.isbn_constituency`, :mod:`.pipes.arc_confidence`,
+:mod:`.constituency.spans` and :mod:`.dbn.pipe`).  Each component's module
+calls :func:`register_extensions` when it is imported, so a pipeline that
+holds one has them all."""
 from typing import Optional
 
 from spacy.tokens import Doc, Span, Token
@@ -16,6 +17,8 @@ DOC_ATTRIBUTES = (
     "_constituent_data",  # isbn_constituency's trees, benepar's name
     "dbn_logprob", "dbn_kbest",  # dbn_parser
 )
+# per word, the probability of its head and of its head and label (see .pipes.arc_confidence)
+TOKEN_ATTRIBUTES = ("isbn_head_prob", "isbn_dep_prob")
 
 
 def sentence_logprob(span: Span) -> Optional[float]:
@@ -55,6 +58,7 @@ def register_extensions() -> None:
     """Register every attribute; idempotent: one already registered as here is
     left alone, one registered otherwise (e.g. by benepar) is replaced."""
     wanted = [(Doc, name, {"default": None}) for name in DOC_ATTRIBUTES]
+    wanted += [(Token, name, {"default": None}) for name in TOKEN_ATTRIBUTES]
     wanted.append((Span, "isbn_logprob", {"getter": sentence_logprob}))
     wanted.append((Span, "isbn_eos_surprisal", {"getter": eos_surprisal}))
     wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_SURPRISALS.items()]

@@ -29,6 +29,8 @@ REPORTS = [
     ("error_finder_ewt.json", "Finding planted treebank errors: EWT dev", "spacy project run error-finder"),
     ("parse_speed_ewt.json", "Parsing a corpus: words/s by engine, peak memory (EWT)",
      "spacy project run parse-benchmark"),
+    ("calibration_ewt.json", "Arc probabilities: calibration on EWT dev (second half)",
+     "spacy project run calibration"),
     ("constituency_report.md", "The constituency parser on the WSJ sample", "spacy project run constituency"),
     ("dbn_report.md", "The DBN dependency parser on WSJ10 and EWT10", "spacy project run dbn"),
 ]

@@ -13,7 +13,10 @@ the generative scores:
 * ``doc._.isbn_kbest``: the final beam of each piece of the doc's search, as
   ``[[start, end, analyses], ...]`` with ``analyses`` = ``[logprob, heads,
   labels]`` best first, one head (an absolute token index) and label per
-  token of the piece (columns: cheap to send between processes).
+  token of the piece (columns: cheap to send between processes);
+* ``token._.isbn_head_prob``, ``token._.isbn_dep_prob``: the probability of
+  the token's head, and of its head and label, over that beam
+  (:mod:`.arc_confidence`; None for whitespace tokens).
 
 A doc is searched as one derivation, its sentences chained as in training.
 Sentence boundaries already on the Doc are respected; where there are none
@@ -62,6 +65,7 @@ from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
 )
+from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import DocWords, ISBNPipe, write_trees
 from .projectivity import deprojectivize, projectivize
 from .surprisal import WordSurprisal
@@ -101,6 +105,8 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "sentence_kbest": False,
         "free_end": False,
         "boundary_beam": 0,
+        "confidence_temperature": 1.0,
+        "outside_agreement": 1.0,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -128,6 +134,8 @@ def make_isbn_parser(
     sentence_kbest: bool,
     free_end: bool,
     boundary_beam: int,
+    confidence_temperature: float,
+    outside_agreement: float,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -144,12 +152,17 @@ def make_isbn_parser(
     the conditional model may end a sentence after any word (trained so,
     its headless words then attached to the sentence's root), instead of
     only once the sentence's tree is complete; boundary_beam: with
-    sentence_kbest, the beam of the pass that finds the sentences (0: beam_width)."""
+    sentence_kbest, the beam of the pass that finds the sentences (0: beam_width);
+    confidence_temperature: divides the beam's scores before the softmax
+    that weighs its analyses for the arc probabilities; outside_agreement:
+    how far an analysis outside the beam is taken to keep the chosen arcs
+    (see :mod:`.arc_confidence`; 1: the beam's posterior alone)."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
         sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
+        confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
         scorer=scorer,
     )
 
@@ -219,6 +232,8 @@ class ISBNParser(TreeScores, WordSurprisal, ISBNPipe):
         sentence_kbest: bool = False,
         free_end: bool = False,
         boundary_beam: int = 0,
+        confidence_temperature: float = 1.0,
+        outside_agreement: float = 1.0,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
@@ -232,6 +247,8 @@ class ISBNParser(TreeScores, WordSurprisal, ISBNPipe):
             "max_batch_words": max_batch_words, "segment_length": segment_length,
             "sentence_kbest": sentence_kbest, "free_end": free_end,
             "boundary_beam": boundary_beam,
+            "confidence_temperature": float(confidence_temperature),
+            "outside_agreement": float(outside_agreement),
         }, scorer)
         # seconds of search, and of the model's array work within it (the benchmark's ceiling)
         self.search_timing = {"array_seconds": 0.0, "total_seconds": 0.0}
@@ -499,7 +516,8 @@ class ISBNParser(TreeScores, WordSurprisal, ISBNPipe):
         first word when leading) and belongs to that word's sentence and
         piece.  A doc of whitespace only is one sentence: its first token the
         root, the others attached to it, scored as the empty text (0, no
-        sentences, no k best)."""
+        sentences, no k best).  Each piece's beam gives its tokens' arc
+        probabilities (:meth:`write_confidence`)."""
         for doc, pieces in zip(docs, parses):
             words = DocWords(doc)
             heads = numpy.arange(len(words), dtype="int64")
@@ -539,6 +557,24 @@ class ISBNParser(TreeScores, WordSurprisal, ISBNPipe):
             doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
             doc._.isbn_sentences = sentences
             doc._.isbn_kbest = kbest
+        self.write_confidence(docs, parses)
+
+    def write_confidence(self, docs: Iterable[Doc], parses) -> None:
+        """The arc probabilities of each piece's final beam, as written in
+        ``doc._.isbn_kbest`` (:mod:`.arc_confidence`; ``parses`` are not
+        read again, the argument is :meth:`predict`'s as for the reranker);
+        a conditional beam's scores are log P(trees | words), so its
+        coverage is known."""
+        temperature = self.cfg.get("confidence_temperature", 1.0)
+        outside = self.cfg.get("outside_agreement", 1.0)
+        for doc in docs:
+            spans = []
+            for start, end, analyses in doc._.isbn_kbest or ():
+                scores, heads, labels = zip(*analyses)
+                covered = 1.0 if self.generative else coverage(scores)
+                spans.append((start, end, *arc_marginals(scores, heads, labels, 0, temperature,
+                                                         covered, outside)))
+            write_arc_probs(doc, spans)
 
     def _set_tags(self, tokens: Iterable[Token], sent) -> None:
         """Write the tags and morphology a joint search chose."""

@@ -16,7 +16,10 @@ reports is generative and exact: ``doc._.isbn_logprob`` and
 (sentences chained as in training), ``doc._.isbn_kbest`` lists each
 sentence's candidates with their generative log-probs, best first by the
 combined score.  As the parser's, the scores are those of the doc's words,
-its whitespace tokens left out.
+its whitespace tokens left out.  ``token._.isbn_head_prob`` and
+``token._.isbn_dep_prob`` weigh each sentence's candidates by the softmax of
+their combined score over ``confidence_temperature``, the list's
+conditional coverage and ``outside_agreement`` (:mod:`.arc_confidence`).
 """
 from typing import Callable, Iterable, List, Optional
 
@@ -27,6 +30,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..transitions.arc_eager import sentence_spans_from_heads
+from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import write_trees
 from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score
 
@@ -38,6 +42,8 @@ from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score
     default_config={
         "model": DEFAULT_MODEL,
         "rerank_weight": 1.0,
+        "confidence_temperature": 1.0,
+        "outside_agreement": 1.0,
         "multiroot": False,
         "tag_attr": "tag",
         "cutoff": 5,
@@ -48,12 +54,19 @@ from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score
                            "sents_p": None, "sents_r": None, "sents_f": 0.0},
 )
 def make_isbn_reranker(nlp: Language, name: str, model: Model, rerank_weight: float,
+                       confidence_temperature: float, outside_agreement: float,
                        multiroot: bool, tag_attr: str, cutoff: int, max_batch_words: int,
                        scorer: Optional[Callable]) -> "ISBNReranker":
     """rerank_weight: lambda, the weight of log P_gen against log P_cond;
-    the rest as ``isbn_parser`` (the model must be generative; tags come
-    from the pipeline's tagger and morphologizer)."""
+    confidence_temperature: divides the combined scores before the softmax
+    that weighs the candidates for the arc probabilities; outside_agreement:
+    how far an analysis outside the k best is taken to keep the chosen arcs
+    (see :mod:`.arc_confidence`); the rest as
+    ``isbn_parser`` (the model must be generative; tags come from the
+    pipeline's tagger and morphologizer)."""
     return ISBNReranker(nlp.vocab, model, name, rerank_weight=rerank_weight,
+                        confidence_temperature=confidence_temperature,
+                        outside_agreement=outside_agreement,
                         multiroot=multiroot, tag_attr=tag_attr, cutoff=cutoff,
                         max_batch_words=max_batch_words, scorer=scorer)
 
@@ -82,12 +95,15 @@ def _combined(cond: numpy.ndarray, gen: numpy.ndarray, weight: float) -> numpy.n
 
 class ISBNReranker(ISBNParser):
     def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_reranker", *,
-                 rerank_weight: float = 1.0, multiroot: bool = False, tag_attr: str = "tag",
+                 rerank_weight: float = 1.0, confidence_temperature: float = 1.0,
+                 outside_agreement: float = 1.0,
+                 multiroot: bool = False, tag_attr: str = "tag",
                  cutoff: int = 5, max_batch_words: int = 2000,
                  scorer: Optional[Callable] = parser_score):
         super().__init__(vocab, model, name, multiroot=multiroot, tag_attr=tag_attr,
                          tagging="pipeline", cutoff=cutoff, max_batch_words=max_batch_words,
-                         scorer=scorer)
+                         confidence_temperature=confidence_temperature,
+                         outside_agreement=outside_agreement, scorer=scorer)
         if not self.generative:
             raise ValueError(f"{name}: the reranker's model must be generative "
                              "(objective = 'generative')")
@@ -129,10 +145,28 @@ class ISBNReranker(ISBNParser):
     def set_annotations(self, docs: Iterable[Doc], candidates: List[Candidates]) -> None:
         self.annotate(docs, candidates, self.cfg["rerank_weight"])
 
+    def write_confidence(self, docs: Iterable[Doc], candidates: List[Candidates],
+                         weight: Optional[float] = None) -> None:
+        """The arc probabilities of each sentence's candidates, weighed by
+        their combined score under ``weight`` (None: the component's) with
+        the coverage of their conditional scores (:mod:`.arc_confidence`)."""
+        weight = self.cfg["rerank_weight"] if weight is None else weight
+        temperature = self.cfg.get("confidence_temperature", 1.0)
+        outside = self.cfg.get("outside_agreement", 1.0)
+        for doc, cands in zip(docs, candidates):
+            spans = []
+            for (start, end, heads, labels, cond, gen), order in zip(cands.entries,
+                                                                    cands.choose(weight)):
+                spans.append((start, end, *arc_marginals(
+                    _combined(cond, gen, weight), heads, labels, int(order[0]), temperature,
+                    coverage(cond), outside)))
+            write_arc_probs(doc, spans)
+
     def annotate(self, docs: Iterable[Doc], candidates: List[Candidates], weight: float) -> None:
-        """Write each doc's best candidates under ``weight`` and their exact
+        """Write each doc's best candidates under ``weight``, their exact
         generative scores (the doc's sentences chained; per token too:
-        :meth:`score_trees`)."""
+        :meth:`score_trees`) and the arc probabilities the candidates give
+        (:meth:`write_confidence`)."""
         docs = list(docs)
         for doc, cands in zip(docs, candidates):
             if not cands.entries:
@@ -154,6 +188,7 @@ class ISBNReranker(ISBNParser):
             write_trees(doc, heads, deps)
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
+        self.write_confidence(docs, candidates, weight)
         for doc in self.score_trees([doc for doc, cands in zip(docs, candidates) if cands.entries]):
             # log P(returned trees, words) plus each sentence's candidates' mass
             # relative to its returned tree (scored as separate sentences): a

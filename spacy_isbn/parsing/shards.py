@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Dict, Iterable, Iterator, List, Optional, Union
@@ -220,16 +221,22 @@ def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
     decode = docs_from_bytes(job)
     context = multiprocessing.get_context("spawn")
     with context.Pool(job.n_process, initializer=_worker_init, initargs=(job,)) as pool:
-        chunks: List = []
+        # at most two shards per worker in flight, so the input is read as
+        # it is parsed (Pool.imap would read all of it ahead into its queue)
+        shards = iter(pending)
+        window: deque = deque()
 
-        def remember(pending):
-            for k, chunk in pending:
-                chunks.append((k, chunk))
-                yield chunk
+        def submit() -> None:
+            for k, chunk in itertools.islice(shards, 1):
+                window.append((k, chunk, pool.apply_async(_worker_parse, (chunk,))))
 
-        for data, worker, peak in pool.imap(_worker_parse, remember(pending)):
+        for _ in range(2 * job.n_process):
+            submit()
+        while window:
+            k, chunk, result = window.popleft()
+            data, worker, peak = result.get()
+            submit()
             worker_peaks[worker] = max(peak, worker_peaks.get(worker, 0))
-            k, chunk = chunks.pop(0)
             yield k, chunk, decode(data)
 
 

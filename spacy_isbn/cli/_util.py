@@ -63,6 +63,13 @@ def require(path: Path, what: str) -> Path:
     return Path(path)
 
 
+def load_pipeline(model: Path):
+    """``spacy.load`` of a saved pipeline that must exist."""
+    import spacy
+
+    return spacy.load(require(model, "pipeline"))
+
+
 def output_file(path: Optional[Path], what: str = "output") -> Optional[Path]:
     """``path``, a file to write (it may exist); refused up front when it is a
     directory, before any work is done."""

@@ -9,15 +9,10 @@ import srsly
 
 from ..corpus.conll import read_conll
 from ..corpus.files import atomic_open, write_json
-from ._util import Arg, CliError, Opt, app, output_file, require
+from ._util import Arg, CliError, Opt, app, load_pipeline, output_file, require
 
 TAGS_HELP = "tags the model reads: 'pipeline' (its own tagger and morphologizer) or 'gold' (the file's)"
 
-
-def _load(model: Path):
-    import spacy
-
-    return spacy.load(require(model, "pipeline"))
 
 
 def _sentences(path: Path) -> list:
@@ -60,7 +55,7 @@ def score_trees_cli(
         raise CliError(f"{output}: give a .tsv or .jsonl output")
     output_file(output)
     sentences = _sentences(treebank)
-    scores = score_treebank(_load(model), sentences, _tags(tags), component, where=model)
+    scores = score_treebank(load_pipeline(model), sentences, _tags(tags), component, where=model)
     if output.suffix == ".jsonl":
         with atomic_open(output, "w") as f:
             for row in scores:  # JSON has no -inf: null, with the reason
@@ -89,7 +84,7 @@ def find_errors_cli(
 
     output_file(output)
     sentences_out = output_file(output.with_name(output.stem + ".sentences.tsv"))
-    arcs, sents = find_errors(_load(model), _sentences(treebank), _tags(tags), where=model)
+    arcs, sents = find_errors(load_pipeline(model), _sentences(treebank), _tags(tags), where=model)
     _write_rows(output, ("sent_id", "id", "form", "head", "deprel", "suggested_head",
                          "suggested_deprel", "score"),
                 ((a["sent_id"], a["id"], a["form"], a["head"], a["deprel"], a["suggested_head"],
@@ -125,8 +120,8 @@ def error_finder_eval_cli(
     if limit:
         sentences = sentences[:limit]
     labels = label_table(read_conll(require(train, "training treebank")) if train else sentences)
-    base = _load(baseline) if baseline is not None else None
-    metrics = evaluate_error_finder(_load(model), sentences, rate=rate, seed=seed, labels=labels,
+    base = load_pipeline(baseline) if baseline is not None else None
+    metrics = evaluate_error_finder(load_pipeline(model), sentences, rate=rate, seed=seed, labels=labels,
                                     baseline=base, tags=_tags(tags), where=model)
     metrics.update(model=str(model), dev=str(dev), baseline_model=str(baseline) if baseline else None)
     write_json(output, metrics)

@@ -4,16 +4,11 @@
 from pathlib import Path
 from typing import Optional
 
-from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
+from ._util import Arg, CliError, Opt, app, load_pipeline, at_least, numbers, output_file, require
 
 BEAM_HELP = "the word-synchronous beam's width (wider: tighter estimates, slower)"
 TAG_TOP_K_HELP = "tags (and morphological bundles per tag) expanded per word"
 
-
-def _load(model: Path):
-    import spacy
-
-    return spacy.load(require(model, "pipeline"))
 
 
 @app.command("surprisal")
@@ -33,7 +28,7 @@ def surprisal_cli(
         raise CliError(f"--input-format {input_format!r}: auto, text or conllu")
     require(input, "input")
     output_file(output)
-    n = write_surprisals(_load(model), input, output, fmt=input_format, parts=parts,
+    n = write_surprisals(load_pipeline(model), input, output, fmt=input_format, parts=parts,
                          beam_width=at_least(beam_width, 1, "--beam-width"),
                          tag_top_k=at_least(tag_top_k, 1, "--tag-top-k"))
     print(f"{n} sentences -> {output}")
@@ -58,7 +53,7 @@ def perplexity_cli(
     widths = numbers(beams, "--beams", int, 1)
     output_file(output)
     kenlm_binaries(kenlm)  # refused before any work
-    report = perplexity_report(_load(model), require(train, "train split"),
+    report = perplexity_report(load_pipeline(model), require(train, "train split"),
                                require(test, "test split"), beams=widths,
                                order=at_least(order, 1, "--order"), kenlm=kenlm,
                                tag_top_k=at_least(tag_top_k, 1, "--tag-top-k"))

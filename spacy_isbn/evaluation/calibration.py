@@ -24,7 +24,7 @@ from ..corpus.files import read_docbin, write_json, write_text
 from ..corpus.readers import sentence_starts
 from ..errors import UserError, require_component
 from .metrics import label_of
-from .report import _COLORS
+from .report import _COLORS, svg_open
 
 N_BINS = 10
 HALVES = ("all", "first", "second")
@@ -248,14 +248,7 @@ def svg_reliability(result: dict, width: int = 640, height: int = 360) -> str:
     def y(v: float) -> float:
         return top + ph * (1.0 - max(0.0, min(1.0, v)))
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" '
-        'font-family="sans-serif" font-size="12">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle">'
-        "Reliability of arc probabilities</text>",
-    ]
+    parts = svg_open(width, height, left + pw / 2, "Reliability of arc probabilities")
     for tick in range(0, 11, 2):
         v = tick / 10
         parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" stroke="#ddd"/>')

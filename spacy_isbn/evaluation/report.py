@@ -104,6 +104,18 @@ _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
+def svg_open(width: int, height: int, title_x: float, title: str) -> List[str]:
+    """The first elements of a plain SVG chart: the canvas, a white
+    background and the title centred on ``title_x``."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" '
+        'font-family="sans-serif" font-size="12">',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{title_x:.1f}" y="18" text-anchor="middle">{title}</text>',
+    ]
+
+
 def svg_f1_by_length(
     metrics_by_system: Dict[str, dict],
     *,
@@ -126,14 +138,7 @@ def svg_f1_by_length(
     def y(v: float) -> float:
         return top + ph * (1.0 - max(0.0, min(100.0, v)) / 100.0)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" '
-        'font-family="sans-serif" font-size="12">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle">'
-        "Labelled F1 by dependency length</text>",
-    ]
+    parts = svg_open(width, height, left + pw / 2, "Labelled F1 by dependency length")
     for tick in range(0, 101, 20):
         ty = y(tick)
         parts.append(f'<line x1="{left}" y1="{ty:.1f}" x2="{left + pw}" '

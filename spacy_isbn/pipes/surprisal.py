@@ -53,7 +53,7 @@ class WordSurprisal:
         self._require_initialized()
         docs = list(docs)
         items = []
-        for d, doc in enumerate(docs):
+        for doc in docs:
             words = DocWords(doc)
             doc._.isbn_surprisals = [None] * len(doc)
             doc._.isbn_eos_surprisals = []
@@ -64,14 +64,13 @@ class WordSurprisal:
             ends = words.sentence_ends()
             for start, end in doc_pieces([t.text for t in tokens], ends,
                                          self.cfg.get("segment_length", 0)):
-                items.append((d, start, inputs.span(start, end), ends[start:end]))
+                items.append((doc, words, start, inputs.span(start, end), ends[start:end]))
         search = BeamSearch(ISBNScorer(self.model, None), self.moves, beam_width=beam_width,
                             label_top_k=label_top_k, multiroot=self.cfg["multiroot"],
                             joint=self.joint_tables, tag_top_k=tag_top_k, prefix_probs=True)
-        parses = search.parse_many([(inputs, ends) for _, _, inputs, ends in items])
-        for (d, start, inputs, ends), parse in zip(items, parses):
+        parses = search.parse_many([(inputs, ends) for _, _, _, inputs, ends in items])
+        for (doc, words, start, inputs, ends), parse in zip(items, parses):
             bits, eos = surprisal_bits(parse.prefix, ends)
-            doc, words = docs[d], DocWords(docs[d])
             for i, row in enumerate(bits.tolist()):
                 doc._.isbn_surprisals[int(words.tokens[start + i])] = row
             for last, value in eos:

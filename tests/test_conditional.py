@@ -284,3 +284,39 @@ def test_headless_words_are_roots_in_multiroot_mode():
     det = parser.lexicon.labels.index("det")
     heads, deps = parser._decode(ParsedSentence(0, [2, 0, -1], [det, 0, -1], 0.0))
     assert heads == [1, 1, 2] and deps[2] == parser._root_label
+
+
+def test_parser_and_tagger_gradients_into_tok2vec_are_on_one_scale():
+    """The parser's loss is a sum over its decisions as the tagger's is over
+    its words, so on one batch their gradients into the shared tok2vec are
+    within a factor of 10 (a per-word mean left the parser's ~1/1000)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tok2vec", config={"model": tok2vec_config(32)})
+    nlp.add_pipe("tagger", config={"model": {
+        "@architectures": "spacy.Tagger.v2", "nO": None,
+        "tok2vec": tok2vec_config(32, listener=True)}})
+    nlp.add_pipe("isbn_parser", config=parser_config(listener=True, width=32))
+    egs = examples(nlp, 40)  # about 500 words
+    rng = numpy.random.RandomState(0)
+    for eg in egs:  # tags the tagger cannot learn away in a few steps
+        for tok in eg.reference:
+            tok.tag_ = "ABCDE"[rng.randint(5)]
+    optimizer = nlp.initialize(lambda: egs)
+    for _ in range(12):  # the tagger's output layer starts at zero, its gradient with it
+        nlp.update(egs, sgd=optimizer)
+    tok2vec = nlp.get_pipe("tok2vec")
+    tok2vec.update(egs)
+    norms = {}
+    for name in ("tagger", "isbn_parser"):
+        listener = nlp.get_pipe(name).model.get_ref("tok2vec")
+        backprop = listener._backprop
+
+        def record(d_vectors, backprop=backprop, name=name):
+            norms[name] = float(sum((d ** 2).sum() for d in d_vectors)) ** 0.5
+            return backprop(d_vectors)
+
+        listener._backprop = record
+    nlp.get_pipe("tagger").update(egs)
+    nlp.get_pipe("isbn_parser").update(egs)
+    assert len(norms) == 2 and min(norms.values()) > 0
+    assert 0.1 < norms["isbn_parser"] / norms["tagger"] < 10, norms

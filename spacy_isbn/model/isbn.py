@@ -225,11 +225,16 @@ def init(model: Model, X=None, Y=None) -> Model:
     return model
 
 
-def nll_per_word(ll, n_words: int) -> Tuple[float, numpy.ndarray]:
-    """Negative log-likelihood of a batch of gold derivations per word, and
-    its gradient with respect to each derivation's log-likelihood ``ll``."""
-    n_words = max(1, n_words)
-    return float(-ll.sum() / n_words), numpy.full(ll.shape, -1.0 / n_words, dtype="float32")
+def negative_log_likelihood(ll, n_words: int, per_word: bool) -> Tuple[float, numpy.ndarray]:
+    """Negative log-likelihood of a batch of gold derivations and its
+    gradient with respect to each derivation's log-likelihood ``ll``: their
+    sum over the batch's decisions, as spaCy's own components take their
+    losses (a conditional model shares tok2vec with the tagger and the
+    morphologizer, whose gradients into it are sums too), or with
+    ``per_word`` that sum divided by the batch's ``n_words`` (the generative
+    model, which reads no shared encoder)."""
+    scale = 1.0 / max(1, n_words) if per_word else 1.0
+    return float(-ll.sum() * scale), numpy.full(ll.shape, -scale, dtype="float32")
 
 
 def log_softmax(logits):

@@ -25,10 +25,10 @@ from thinc.types import Floats1d, Floats2d
 
 from ..transitions.arc_eager import ARC_EAGER
 from . import meanfield
-from ._kernels import embed_scatter, embed_sum
 from .derivation import DerivationBatch
 from .features import parse_templates, vector_feature_ids
-from .meanfield import Observed, _sigmoid
+from .meanfield import Observed
+from .step import embedding_table, flush_table_gradient, latent_step, means, scatter_to_sources
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
 
@@ -301,19 +301,6 @@ class _Head:
         self.model.inc_grad(self.bn, self.model.ops.asarray(self.db))
 
 
-def _parent_weight_gradient(Hs, src, dX, nH: int) -> numpy.ndarray:
-    """dW = sum over states t and relations r of H[src_r(t)]^T dpre_t, as one
-    matrix product per relation over the states that have that source (not
-    one per step: the means do not change during the backward pass)."""
-    B, T, R = src.shape
-    dW = numpy.zeros((R * nH, nH), dtype=dX.dtype)
-    for r in range(R):
-        b, t = numpy.nonzero(src[:, :, r] >= 0)
-        if len(b):
-            dW[r * nH: (r + 1) * nH] = Hs[b, src[b, t, r]].T @ dX[b, t]
-    return dW
-
-
 class Decisions:
     """Builds the :class:`~.meanfield.Observed` view of decisions (which head,
     which Phi) from a model's parameters, for the training pass and the search."""
@@ -423,30 +410,26 @@ def _restrict(groups: List[Observed], position_of_row: numpy.ndarray, k: int,
 
 def forward(model: Model, batch: DerivationBatch, is_train: bool):
     nH = model.get_dim("nH")
-    E, W, b = model.get_param("E"), model.get_param("W"), model.get_param("b")
+    E = model.get_param("E")
     dtype = E.dtype
-    latent_edges = model.attrs["latent_edges"]
     meanfield_on = model.attrs["approximation"] == "meanfield"
     iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
     feats = batch.feats.reshape(B * T, -1)
     # the conditional model's token vectors are rows of the table after E's
     vectors = batch.vectors
-    table = E
     if vectors is not None:
         feats = vector_feature_ids(feats, model.attrs["vector_columns"], E.shape[0],
                                    batch.tok_base.reshape(-1), batch.tok_end.reshape(-1))
-        table = numpy.concatenate([E, vectors])
-    feats = numpy.ascontiguousarray(feats, dtype="int32")
-    X = numpy.empty((B * T, nH), dtype=dtype)
-    X[:] = b
-    embed_sum(table, feats, X)
-    X = X.reshape(B, T, nH)
-    # the means of all states, plus a zero row that missing sources point to
-    Hs_ext = numpy.zeros((B * T + 1, nH), dtype=dtype)
-    Hs = Hs_ext[: B * T].reshape(B, T, nH)
+    table = embedding_table(model, vectors)
+    feats = numpy.ascontiguousarray(feats, dtype="int32").reshape(B, T, -1)
+    d_table = numpy.zeros_like(table) if is_train else None
+    # the means of all states, row b * T + t; a step links to earlier rows
+    Hs_flat = numpy.zeros((B * T, nH), dtype=dtype)
+    Hs = Hs_flat.reshape(B, T, nH)
     flat_src = numpy.where(batch.src >= 0, numpy.arange(B)[:, None, None] * T + batch.src,
-                           B * T).astype("int32")
+                           -1).astype("int32")
+    step_backprops: List[Callable] = []
     p = {name: model.get_param(name) for name in PARAMS}
     dec = Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
                     model.attrs["label_blocks"], model.attrs["bundle_ranges"],
@@ -458,22 +441,19 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     if meanfield_on:
         M = {key: numpy.zeros_like(Hs) for key in HEADS}
     tapes: List[list] = [[] for _ in range(T)]
-    linked = [numpy.nonzero((batch.src[:, t] >= 0).any(axis=1))[0] for t in range(T)]
     for t in range(T):
-        pre = X[:, t]
-        rows = linked[t]
-        if latent_edges and len(rows):
-            pre = pre.copy()
-            pre[rows] += Hs_ext[flat_src[rows, t]].reshape(len(rows), -1) @ W
+        pre, step_backprop = latent_step(model, table, Hs_flat, flat_src[:, t], feats[:, t],
+                                         d_table)
+        step_backprops.append(step_backprop)
         if not meanfield_on:
-            Hs[:, t] = _sigmoid(pre)
+            Hs[:, t] = means(pre)
             continue
         a = pre.copy()
         decided = _step_decisions(dec, batch, t, positions)
         step_positions = {key: positions[key][:, t] for key in decided}
         n_positions = max([int(s.max()) + 1 for s in step_positions.values()] or [0])
         for k in range(n_positions):
-            mu = _sigmoid(a)
+            mu = means(a)
             # the decisions at position k are scored with the means so far ...
             at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_positions.items()]
             at_k = [(key, r) for key, r in at_k if len(r)]
@@ -488,7 +468,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             a[rows], tape = meanfield.solve(a[rows], pre[rows], observed, iterations,
                                             keep_tape=is_train)
             tapes[t].append((rows, tape, at_k))
-        Hs[:, t] = _sigmoid(a)
+        Hs[:, t] = means(a)
     Hs *= batch.valid[..., None]
 
     group_of = batch.groups
@@ -524,9 +504,8 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
 
     def backprop(d_ll: Floats1d):
         d_ll = numpy.asarray(d_ll, dtype=dtype)
-        # as Hs_ext: the last row takes (and drops) what missing sources would get
-        dHs_ext = numpy.zeros_like(Hs_ext)
-        dHs = dHs_ext[: B * T].reshape(B, T, nH)
+        dHs_flat = numpy.zeros_like(Hs_flat)
+        dHs = dHs_flat.reshape(B, T, nH)
         dM = {key: dHs for key in HEADS}
         if meanfield_on:
             dM = {key: numpy.zeros_like(Hs) for key in HEADS}
@@ -535,7 +514,6 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         for head in heads.values():
             head.flush()
         grads = {name: numpy.zeros_like(p[name]) for name in PARAMS}
-        dX = numpy.zeros_like(X)
         # the sigmoid's derivative, zero on padding
         dsig = Hs * (1.0 - Hs) * batch.valid[..., None]
         for t in range(T - 1, -1, -1):
@@ -550,22 +528,12 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
                         m = M[key][r, t]
                         dpre[r] += dM[key][r, t] * m * (1.0 - m)
                 dpre += d_eta
-            dX[:, t] = dpre
-            rows = linked[t]
-            if latent_edges and len(rows):
-                # each (sentence, relation) adds its share to its source state
-                embed_scatter((dpre[rows] @ W.T).reshape(-1, nH),
-                              flat_src[rows, t].reshape(-1, 1), dHs_ext)
+            # each (sentence, relation) adds its share to its source state
+            scatter_to_sources(step_backprops[t](dpre), flat_src[:, t], dHs_flat)
         if meanfield_on:
             for name in ("Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf"):
                 model.inc_grad(name, model.ops.asarray(grads[name]))
-        d_table = numpy.zeros_like(table)
-        embed_scatter(dX.reshape(B * T, nH), feats, d_table)
-        model.inc_grad("E", model.ops.asarray(d_table[: E.shape[0]]))
-        if latent_edges:
-            model.inc_grad("W", model.ops.asarray(_parent_weight_gradient(Hs, batch.src, dX, nH)))
-        model.inc_grad("b", model.ops.asarray(dX.sum(axis=(0, 1))))
         # the gradient of the batch's input: its token vectors (generative: none)
-        return None if vectors is None else d_table[E.shape[0]:]
+        return flush_table_gradient(model, d_table)
 
     return ll, backprop

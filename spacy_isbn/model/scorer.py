@@ -7,10 +7,11 @@ import numpy
 from thinc.api import Model
 
 from . import meanfield
-from ._kernels import embed_sum, masked_top_k, picked_log_softmax2
+from ._kernels import masked_top_k, picked_log_softmax2
 from .features import vector_feature_ids
 from .isbn import PARAMS, Decisions, core_of, log_softmax, logsumexp, masked_log_softmax
-from .meanfield import Observed, _sigmoid
+from .meanfield import Observed
+from .step import embedding_table, latent_step, means
 
 
 class ISBNScorer:
@@ -19,7 +20,7 @@ class ISBNScorer:
     def __init__(self, model: Model, vectors: Optional[numpy.ndarray] = None):
         """``vectors``: the conditional model's projected token vectors of the
         search's tokens (:func:`project_tokens`), in the search's numbering."""
-        model = core_of(model)
+        model = self.core = core_of(model)
         self.generates_words = model.attrs["objective"] == "generative"
         self.vector_columns = [tuple(c) for c in model.attrs["vector_columns"]]
         self.vectors = vectors
@@ -27,7 +28,7 @@ class ISBNScorer:
         self.nT = model.get_dim("nT")
         self.nH = model.get_dim("nH")
         self.p = {name: numpy.asarray(model.get_param(name)) for name in PARAMS}
-        self.table = self.p["E"] if vectors is None else numpy.concatenate([self.p["E"], vectors])
+        self.table = embedding_table(model, vectors)
         self.latent_edges = model.attrs["latent_edges"]
         self.bundle_ranges = model.attrs["bundle_ranges"]
         self.form_ranges = model.attrs["form_ranges"]
@@ -40,33 +41,26 @@ class ISBNScorer:
         self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
 
-    def pre(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
-        """Feed-forward pre-activations eta.  parents: (N, R*nH) (zeros for
-        missing sources); feats: (N, F) ids, -1 unused."""
-        pre = numpy.empty((len(feats), self.nH), dtype=self.p["E"].dtype)
-        pre[:] = self.p["b"]
-        embed_sum(self.table, numpy.ascontiguousarray(feats, dtype="int32"), pre)
-        if self.latent_edges and parents is not None:
-            pre += parents @ self.p["W"]
-        return pre
-
     def pre_linked(self, states: numpy.ndarray, src: numpy.ndarray, feats: numpy.ndarray
                    ) -> numpy.ndarray:
-        """:meth:`pre` with the parents given as ids into ``states`` (src: (N,
-        R), -1 = none): one product per relation over the rows that have
-        that source, instead of one over zero-padded parent vectors."""
-        pre = self.pre(None, feats)
-        if self.latent_edges:
-            W, nH = self.p["W"], self.nH
-            for r in range(src.shape[1]):
-                rows = numpy.flatnonzero(src[:, r] >= 0)
-                if len(rows):
-                    pre[rows] += states[src[rows, r]] @ W[r * nH: (r + 1) * nH]
-        return pre
+        """Pre-activations eta of configurations whose relations' sources are
+        rows ``src`` (N, R; -1 none) of ``states``; feats: (N, F) ids, -1
+        unused (the training pass's :func:`~.step.latent_step`)."""
+        return latent_step(self.core, self.table, states, src, feats)[0]
+
+    def pre(self, parents: Optional[numpy.ndarray], feats: numpy.ndarray) -> numpy.ndarray:
+        """:meth:`pre_linked` given the sources' means themselves, parents:
+        (N, R*nH) (zeros for missing sources; None: no linked state)."""
+        if parents is None:
+            return self.pre_linked(None, None, feats)
+        N = len(feats)
+        R = parents.shape[1] // self.nH
+        return self.pre_linked(parents.reshape(N * R, self.nH),
+                               numpy.arange(N * R, dtype="int32").reshape(N, R), feats)
 
     def states(self, parents: numpy.ndarray, feats: numpy.ndarray) -> numpy.ndarray:
         """The means before any decision of the step."""
-        return _sigmoid(self.pre(parents, feats))
+        return means(self.pre(parents, feats))
 
     def vector_ids(self, feats: numpy.ndarray, tok_base, tok_end) -> numpy.ndarray:
         """``feats`` with the vec templates' positions as rows of the token
@@ -75,9 +69,7 @@ class ISBNScorer:
             return feats
         return vector_feature_ids(feats, self.vector_columns, len(self.p["E"]), tok_base, tok_end)
 
-    @staticmethod
-    def means(a: numpy.ndarray) -> numpy.ndarray:
-        return _sigmoid(a)
+    means = staticmethod(means)
 
     def refine(self, eta, a, action=None, action_mask=None, label=None, kind=None,
                tag=None, end_legal=None, bundle=None, form=None) -> numpy.ndarray:

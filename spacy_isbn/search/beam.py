@@ -163,11 +163,10 @@ class BeamSearch:
                 context = scorer.means(after(
                     numpy.full(len(rows), word), rows, a_word[rows],
                     tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
-            parents = numpy.zeros((len(rows), spec.n_relations, scorer.nH), dtype="float32")
+            src = numpy.full((len(rows), spec.n_relations), -1, dtype="int32")
             if scorer.generates_words:  # given the words, sentences are independent
-                parents[:, spec.sentence_link] = context
-            eta0 = scorer.pre(parents.reshape(len(rows), -1),
-                              self.moves.start_features(len(rows)))
+                src[:, spec.sentence_link] = numpy.arange(len(rows))
+            eta0 = scorer.pre_linked(context, src, self.moves.start_features(len(rows)))
             first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
                                      words, pool)
             first.pos = rows[first.pos]

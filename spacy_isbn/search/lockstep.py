@@ -68,8 +68,7 @@ class Lockstep:
         if not len(live):
             return self.results
         # every segment's first word, from the same initial state
-        init_eta = s.scorer.pre(numpy.zeros((1, s.spec.n_relations * s.scorer.nH), "float32"),
-                                s.moves.start_features(1))
+        init_eta = s.scorer.pre(None, s.moves.start_features(1))
         first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
         seg = live[first.pos]

@@ -1,0 +1,154 @@
+"""One step of the ISBN, shared by training and search (as spaCy's
+``ParserStepModel`` is): the latent pre-activations of a batch of
+configurations from the states they link to and their features,
+
+    eta = b + sum_f table[feat_f] + sum_r W_r mu[src_r],
+
+and the decision heads' log-probabilities over the means ``mu =
+sigmoid(eta)``.  The teacher-forced training pass calls :func:`latent_step`
+once per step over all sentences of a batch, training with exploration
+once per step over the configurations it follows, and the search once per
+round over its hypotheses (its state pool is the history).  Each returns a
+backprop, so a history built step by step is differentiated by walking the
+steps in reverse (:class:`History`)."""
+from typing import Callable, List, Optional, Tuple
+
+import numpy
+from thinc.api import Model
+
+from ._kernels import embed_scatter, embed_sum
+
+StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
+
+
+def embedding_table(core: Model, vectors: Optional[numpy.ndarray]) -> numpy.ndarray:
+    """The rows features index: the embeddings ``E``, then (conditional
+    model) the projected token vectors (see ``vector_feature_ids``)."""
+    E = core.get_param("E")
+    return E if vectors is None else numpy.concatenate([E, vectors.astype(E.dtype)])
+
+
+def gemm(ops, a: numpy.ndarray, b: numpy.ndarray, trans1: bool = False, trans2: bool = False
+         ) -> numpy.ndarray:
+    """``ops.gemm``, which takes float32 only; a float64 model (the tests'
+    finite differences) multiplies with its array module."""
+    if a.dtype == b.dtype == numpy.float32:
+        return ops.gemm(a, b, trans1=trans1, trans2=trans2)
+    return (a.T if trans1 else a) @ (b.T if trans2 else b)
+
+
+def gather_parents(history: numpy.ndarray, src: numpy.ndarray) -> numpy.ndarray:
+    """(N, R * nH): the means each configuration's relations point to, rows
+    of ``history``; zeros where a relation has no source (-1)."""
+    N, R = src.shape
+    parents = history[numpy.where(src >= 0, src, 0)]
+    parents[src < 0] = 0.0
+    return parents.reshape(N, R * history.shape[1])
+
+
+def latent_step(core: Model, table: numpy.ndarray, history: Optional[numpy.ndarray],
+                src: Optional[numpy.ndarray], feats: numpy.ndarray,
+                d_table: Optional[numpy.ndarray] = None
+                ) -> Tuple[numpy.ndarray, Optional[StepBackprop]]:
+    """The pre-activations ``eta`` (N, nH) of N configurations: ``feats``
+    (N, F) rows of ``table`` (-1 unused), ``src`` (N, R) rows of ``history``
+    (-1 none; ``src`` None: no linked state).  Given ``d_table`` (the
+    table's gradient, filled in place) also the backprop: given d_eta it
+    adds the gradients of b, W and the table's rows and returns those of the
+    linked means, (N, R, nH) (zeros where there is no source)."""
+    ops = core.ops
+    b = core.get_param("b")
+    nH = b.shape[0]
+    feats = numpy.ascontiguousarray(feats, dtype="int32")
+    eta = numpy.empty((len(feats), nH), dtype=b.dtype)
+    eta[:] = b
+    embed_sum(table, feats, eta)
+    parents = None
+    if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
+        parents = gather_parents(history, src)
+        eta += gemm(ops, parents, core.get_param("W"))
+    if d_table is None:
+        return eta, None
+
+    def backprop(d_eta: numpy.ndarray) -> numpy.ndarray:
+        d_eta = numpy.ascontiguousarray(d_eta, dtype=b.dtype)
+        core.inc_grad("b", d_eta.sum(axis=0))
+        embed_scatter(d_eta, feats, d_table)
+        N, R = len(feats), core.get_dim("nR")
+        if parents is None:
+            return numpy.zeros((N, R, nH), dtype=b.dtype)
+        core.inc_grad("W", gemm(ops, parents, d_eta, trans1=True))
+        d_parents = gemm(ops, d_eta, core.get_param("W"), trans2=True).reshape(N, R, nH)
+        d_parents[src < 0] = 0.0
+        return d_parents
+
+    return eta, backprop
+
+
+def means(eta: numpy.ndarray) -> numpy.ndarray:
+    """mu = sigmoid(eta)."""
+    return 1.0 / (1.0 + numpy.exp(-eta))
+
+
+def scatter_to_sources(d_parents: numpy.ndarray, src: numpy.ndarray, d_means: numpy.ndarray) -> None:
+    """Add each relation's share (N, R, nH) to the means it read, rows
+    ``src`` (N, R) of ``d_means`` (-1: none)."""
+    nH = d_means.shape[1]
+    embed_scatter(numpy.ascontiguousarray(d_parents.reshape(-1, nH), dtype=d_means.dtype),
+                  numpy.ascontiguousarray(src.reshape(-1, 1), dtype="int32"), d_means)
+
+
+def flush_table_gradient(core: Model, d_table: numpy.ndarray) -> Optional[numpy.ndarray]:
+    """Add E's rows of a table's gradient to the core's; returns the token
+    vectors' rows (None when the table is E alone)."""
+    n_E = core.get_param("E").shape[0]
+    core.inc_grad("E", core.ops.asarray(d_table[:n_E]))
+    return d_table[n_E:] if len(d_table) > n_E else None
+
+
+class History:
+    """Latent states made one step at a time by :func:`latent_step` (their
+    means in ``rows``, which later steps link to) and their backward pass:
+    given the gradient of every state's means from the decisions read off
+    it, the steps are walked in reverse, each passing its share to the
+    states it linked to."""
+
+    def __init__(self, core: Model, table: numpy.ndarray, capacity: int, is_train: bool):
+        self.core, self.table = core, table
+        dtype = core.get_param("b").dtype
+        self.rows = numpy.zeros((max(1, capacity), core.get_dim("nH")), dtype=dtype)
+        self.size = 0
+        self._steps: List[Tuple[numpy.ndarray, Optional[numpy.ndarray], Optional[StepBackprop]]] = []
+        self.d_table = numpy.zeros(table.shape, dtype=dtype) if is_train else None
+
+    def step(self, src: Optional[numpy.ndarray], feats: numpy.ndarray) -> numpy.ndarray:
+        """Add the states of N configurations; returns their ids (rows)."""
+        eta, backprop = latent_step(self.core, self.table, self.rows[: self.size], src, feats,
+                                    self.d_table)
+        n = len(eta)
+        if self.size + n > len(self.rows):
+            grown = numpy.zeros((max(2 * len(self.rows), self.size + n), self.rows.shape[1]),
+                                dtype=self.rows.dtype)
+            grown[: self.size] = self.rows[: self.size]
+            self.rows = grown
+        ids = numpy.arange(self.size, self.size + n)
+        self.rows[ids] = means(eta)
+        self.size += n
+        self._steps.append((ids, src, backprop))
+        return ids
+
+    @property
+    def means(self) -> numpy.ndarray:
+        return self.rows[: self.size]
+
+    def backprop(self, d_means: numpy.ndarray) -> Optional[numpy.ndarray]:
+        """``d_means`` (size, nH): the gradient of each state's means from its
+        decisions.  Adds the parameters' gradients; returns the token
+        vectors' (None without them)."""
+        d_means = numpy.array(d_means, dtype=self.rows.dtype)
+        for ids, src, backprop in reversed(self._steps):
+            H = self.rows[ids]
+            d_parents = backprop(d_means[ids] * H * (1.0 - H))
+            if src is not None:
+                scatter_to_sources(d_parents, src, d_means)
+        return flush_table_gradient(self.core, self.d_table)

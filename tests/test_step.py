@@ -1,0 +1,90 @@
+"""The one step model (:mod:`spacy_isbn.model.step`) that training and the
+search share: a history built step by step differentiates as a whole."""
+import numpy
+import pytest
+from thinc.api import Model, NumpyOps
+
+from spacy_isbn.model.step import History, latent_step, means
+
+nH, R, N_E, N_VEC = 4, 3, 7, 5
+
+
+def _core(latent_edges=True, seed=0):
+    rng = numpy.random.RandomState(seed)
+    params = {"E": rng.normal(0, 0.5, (N_E, nH)), "W": rng.normal(0, 0.5, (R * nH, nH)),
+              "b": rng.normal(0, 0.5, nH)}
+    core = Model("core", lambda *a: None, ops=NumpyOps(), dims={"nH": nH, "nR": R},
+                 params={name: None for name in params}, attrs={"latent_edges": latent_edges})
+    for name, value in params.items():
+        core.set_param(name, value.astype("float64"))
+        core.set_grad(name, numpy.zeros_like(core.get_param(name)))
+    return core
+
+
+# three steps over two configurations each: features (E rows, then vector
+# rows after N_E; -1 unused) and the earlier states each relation links to
+STEPS = [
+    (None, [[0, 1, N_E + 0], [2, -1, N_E + 1]]),
+    ([[0, -1, 1], [-1, -1, 0]], [[3, N_E + 2, -1], [4, 5, N_E + 3]]),
+    ([[2, 3, -1], [3, 0, 2]], [[6, N_E + 4, N_E + 0], [1, -1, -1]]),
+]
+
+
+def _objective(core, vectors, weights):
+    table = numpy.concatenate([core.get_param("E"), vectors])
+    history = History(core, table, capacity=2, is_train=True)  # grows as it goes
+    for src, feats in STEPS:
+        history.step(None if src is None else numpy.array(src, "int32"), numpy.array(feats, "int32"))
+    value = float((history.means * weights).sum())
+    return value, history
+
+
+@pytest.mark.parametrize("latent_edges", [True, False])
+def test_history_gradients_match_finite_differences(latent_edges):
+    core = _core(latent_edges)
+    rng = numpy.random.RandomState(1)
+    vectors = rng.normal(0, 0.5, (N_VEC, nH))
+    weights = rng.normal(0, 1, (6, nH))
+    _, history = _objective(core, vectors, weights)
+    d_vectors = history.backprop(weights)
+    grads = {name: core.get_grad(name).copy() for name in ("E", "W", "b")}
+    eps = 1e-6
+    for name in ("E", "W", "b"):
+        param = core.get_param(name)
+        numeric = numpy.zeros_like(param)
+        for idx in numpy.ndindex(*param.shape):
+            old = param[idx]
+            param[idx] = old + eps
+            up = _objective(core, vectors, weights)[0]
+            param[idx] = old - eps
+            down = _objective(core, vectors, weights)[0]
+            param[idx] = old
+            numeric[idx] = (up - down) / (2 * eps)
+        numpy.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-8, err_msg=name)
+    numeric = numpy.zeros_like(vectors)
+    for idx in numpy.ndindex(*vectors.shape):
+        old = vectors[idx]
+        vectors[idx] = old + eps
+        up = _objective(core, vectors, weights)[0]
+        vectors[idx] = old - eps
+        down = _objective(core, vectors, weights)[0]
+        vectors[idx] = old
+        numeric[idx] = (up - down) / (2 * eps)
+    numpy.testing.assert_allclose(d_vectors, numeric, rtol=1e-5, atol=1e-8)
+    if not latent_edges:
+        assert not core.get_grad("W").any()
+
+
+def test_a_missing_source_adds_nothing():
+    """src -1 reads zeros: the same state as with no links at all."""
+    core = _core()
+    table = core.get_param("E")
+    history = numpy.random.RandomState(2).normal(0, 1, (3, nH))
+    feats = numpy.array([[0, 3]], "int32")
+    unlinked = latent_step(core, table, history, numpy.full((1, R), -1, "int32"), feats)[0]
+    alone = latent_step(core, table, None, None, feats)[0]
+    numpy.testing.assert_array_equal(unlinked, alone)
+    linked = latent_step(core, table, history, numpy.array([[-1, 2, -1]], "int32"), feats)[0]
+    expected = alone + history[2] @ core.get_param("W")[nH: 2 * nH]
+    numpy.testing.assert_allclose(linked, expected)
+    assert means(numpy.zeros(2)).tolist() == [0.5, 0.5]

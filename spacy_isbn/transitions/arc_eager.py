@@ -115,6 +115,18 @@ class ArcEagerMoves(Moves):
             states.release(handle)
         return derivation_of(a, T, inputs, SHIFT, end_tag)
 
+    def costs(self, states: ArcEagerStates, handles, gold_heads, gold_start, n_words
+              ) -> numpy.ndarray:
+        """(N, 4) the gold arcs each action makes unreachable from each
+        configuration (Goldberg & Nivre 2012's dynamic oracle, exact where
+        a sentence may end with headless words: ``free_end``): configuration
+        i's sentence has ``n_words[i]`` words, the head of word k (0: the
+        root node; 1-based, projectivised) at ``gold_heads[gold_start[i] + k]``."""
+        out = numpy.zeros((len(handles), N_ACTIONS), dtype="int32")
+        states.costs(numpy.asarray(handles, "int64"), numpy.asarray(gold_heads, "int32"),
+                     numpy.asarray(gold_start, "int64"), numpy.asarray(n_words, "int32"), out)
+        return out
+
     @staticmethod
     def decision_words(action: numpy.ndarray, n_words: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """Which word (1-based) each state's decisions of a sentence's

@@ -18,7 +18,10 @@ an object of the :class:`TransitionSystem` protocol:
   analysis as the arrays training reads, walked on the same compiled
   configurations the search uses;
 * ``sentence(states, handle, n_words)``: a finished configuration decoded
-  into what the pipe writes on the Doc.
+  into what the pipe writes on the Doc;
+* ``costs(states, handles, gold_heads, gold_start, n_words)``: the dynamic
+  oracle, per configuration the gold arcs each action loses (training with
+  exploration), or None where the system has only its static oracle.
 
 :class:`Moves` holds what both implementations share.  The two systems:
 :class:`~spacy_isbn.transitions.arc_eager.ArcEagerMoves` (dependencies,
@@ -28,7 +31,7 @@ compiled ``cdef class ...(StatesArena)``, its ``TransitionSpec`` and a
 ``Moves`` subclass (see ``docs/design.md``).
 """
 from dataclasses import dataclass
-from typing import Any, Dict, List, Protocol, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy
 
@@ -73,6 +76,8 @@ class TransitionSystem(Protocol):
 
     def sentence(self, states, handle: int, n_words: int) -> dict: ...
 
+    def costs(self, states, handles, gold_heads, gold_start, n_words): ...
+
     def vector_columns(self) -> List[Tuple[int, int]]: ...
 
     def form_columns(self) -> List[Tuple[int, int]]: ...
@@ -101,6 +106,11 @@ class Moves:
 
     def new_states(self, multiroot: bool = False):
         raise NotImplementedError
+
+    def costs(self, states, handles, gold_heads, gold_start, n_words) -> Optional[numpy.ndarray]:
+        """The dynamic oracle's costs: none unless the system has one (the
+        left-corner system trains on its static oracle's derivations)."""
+        return None
 
     def states(self, multiroot: bool = False):
         """The arena of configurations whose features are these templates."""

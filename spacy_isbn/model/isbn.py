@@ -28,7 +28,8 @@ from . import meanfield
 from .derivation import DerivationBatch
 from .features import parse_templates, vector_feature_ids
 from .meanfield import Observed
-from .step import embedding_table, flush_table_gradient, latent_step, means, scatter_to_sources
+from .step import (DecisionHead, embedding_table, flush_table_gradient, latent_step, means,
+                   scatter_to_sources)
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
 
@@ -237,70 +238,6 @@ def negative_log_likelihood(ll, n_words: int, per_word: bool) -> Tuple[float, nu
     return float(-ll.sum() * scale), numpy.full(ll.shape, -scale, dtype="float32")
 
 
-def log_softmax(logits):
-    mx = logits.max(axis=-1, keepdims=True)
-    return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=-1, keepdims=True)) + mx)
-
-
-def logsumexp(logits) -> numpy.ndarray:
-    """Row-wise log-sum-exp."""
-    mx = logits.max(axis=1)
-    return numpy.log(numpy.exp(logits - mx[:, None]).sum(axis=1)) + mx
-
-
-def masked_log_softmax(logits, mask):
-    """Log-softmax over the unmasked entries; a row with none is all -inf."""
-    logits = numpy.where(mask, logits, -numpy.inf)
-    mx = logits.max(axis=-1, keepdims=True)
-    mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
-    z = numpy.exp(logits - mx).sum(axis=-1, keepdims=True)
-    lse = numpy.log(numpy.where(z > 0, z, 1.0)) + mx
-    return logits - lse
-
-
-class _Head:
-    """A softmax decision head: forward log-probs of targets, gradient of them."""
-
-    def __init__(self, model: Model, W: str, b: str):
-        self.model, self.Wn, self.bn = model, W, b
-        self.W = model.get_param(W)
-        self.b = model.get_param(b)
-        self.dW = numpy.zeros_like(self.W)
-        self.db = numpy.zeros_like(self.b)
-
-    def score(self, H, mask, targets, rows_lo=None) -> Tuple[numpy.ndarray, Callable]:
-        """Log-prob of ``targets`` given states ``H`` (N, nH) and ``mask``
-        (N, K).  If ``rows_lo`` is given, the head is restricted to the rows
-        ``rows_lo:rows_lo+K`` of W (a contiguous Phi range)."""
-        if rows_lo is None:
-            W, b = self.W, self.b
-        else:
-            W = self.W[rows_lo: rows_lo + mask.shape[1]]
-            b = self.b[rows_lo: rows_lo + mask.shape[1]]
-        logp = masked_log_softmax(H @ W.T + b, mask)
-        idx = numpy.arange(len(targets))
-        lp = logp[idx, targets]
-
-        def backprop(d_lp: numpy.ndarray) -> numpy.ndarray:
-            # d log p(y) / d logits = onehot(y) - p
-            p = numpy.exp(logp)
-            dlogits = -p * d_lp[:, None]
-            dlogits[idx, targets] += d_lp
-            if rows_lo is None:
-                self.dW += dlogits.T @ H
-                self.db += dlogits.sum(axis=0)
-            else:
-                self.dW[rows_lo: rows_lo + mask.shape[1]] += dlogits.T @ H
-                self.db[rows_lo: rows_lo + mask.shape[1]] += dlogits.sum(axis=0)
-            return dlogits @ W
-
-        return lp, backprop
-
-    def flush(self):
-        self.model.inc_grad(self.Wn, self.model.ops.asarray(self.dW))
-        self.model.inc_grad(self.bn, self.model.ops.asarray(self.db))
-
-
 class Decisions:
     """Builds the :class:`~.meanfield.Observed` view of decisions (which head,
     which Phi) from a model's parameters, for the training pass and the search."""
@@ -485,9 +422,9 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         pieces.append((key, sel, group_of[key][sel], bp))
 
     heads = {
-        "a": _Head(model, "Wa", "ba"), "l": _Head(model, "Wl", "bl"),
-        "t": _Head(model, "Wt", "bt"), "b": _Head(model, "Wb", "bb"),
-        "f": _Head(model, "Wf", "bf"),
+        "a": DecisionHead(model, "Wa", "ba"), "l": DecisionHead(model, "Wl", "bl"),
+        "t": DecisionHead(model, "Wt", "bt"), "b": DecisionHead(model, "Wb", "bb"),
+        "f": DecisionHead(model, "Wf", "bf"),
     }
     # every decision, one softmax per head (per tag for bundles and forms)
     for key in HEADS:

@@ -9,9 +9,9 @@ from thinc.api import Model
 from . import meanfield
 from ._kernels import masked_top_k, picked_log_softmax2
 from .features import vector_feature_ids
-from .isbn import PARAMS, Decisions, core_of, log_softmax, logsumexp, masked_log_softmax
+from .isbn import PARAMS, Decisions, core_of
 from .meanfield import Observed
-from .step import embedding_table, latent_step, means
+from .step import DecisionHead, embedding_table, latent_step, log_softmax, logsumexp, means
 
 
 class ISBNScorer:
@@ -38,6 +38,9 @@ class ISBNScorer:
         self.iterations = model.attrs.get("iterations", 0)
         self._stacked: dict = {}  # tag -> its bundle and form weights, see bundle_and_form
         self.label_blocks = list(model.attrs["label_blocks"])
+        # the training pass's heads (:class:`~.step.DecisionHead`)
+        self.heads = {"a": DecisionHead(model, "Wa", "ba"), "l": DecisionHead(model, "Wl", "bl"),
+                      "t": DecisionHead(model, "Wt", "bt")}
         self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
 
@@ -93,14 +96,13 @@ class ISBNScorer:
         return meanfield.solve(a, eta, observed, self.iterations)[0]
 
     def actions(self, H, masks) -> numpy.ndarray:
-        return masked_log_softmax(H @ self.p["Wa"].T + self.p["ba"], masks)
+        return self.heads["a"].logprobs(H, masks)
 
     def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:
         """(N, nL) log-probs of the labels that follow ``action`` from each
         state, masked by each row's label kind."""
-        lo = self.label_blocks[action] * self.nL
-        logits = H @ self.p["Wl"][lo: lo + self.nL].T + self.p["bl"][lo: lo + self.nL]
-        return masked_log_softmax(logits, self.label_masks[numpy.asarray(kinds)])
+        return self.heads["l"].logprobs(H, self.label_masks[numpy.asarray(kinds)],
+                                        rows_lo=self.label_blocks[action] * self.nL)
 
     def top_labels(self, H, action: int, kinds, k: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The ``k`` most likely labels after ``action`` from each state (best
@@ -114,9 +116,9 @@ class ISBNScorer:
 
     def tag_logprobs(self, H, end_legal) -> numpy.ndarray:
         """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
-        logits = H @ self.p["Wt"].T + self.p["bt"]
-        logits[~end_legal, self.nT] = -numpy.inf
-        return log_softmax(logits)
+        mask = numpy.ones((len(H), self.nT + 1), dtype=bool)
+        mask[:, self.nT] = end_legal
+        return self.heads["t"].logprobs(H, mask)
 
     def bundle_logprobs(self, H, tag: int) -> numpy.ndarray:
         """(N, bundles of ``tag``) log P(bundle | state, tag); column k is

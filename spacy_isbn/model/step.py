@@ -152,3 +152,85 @@ class History:
             if src is not None:
                 scatter_to_sources(d_parents, src, d_means)
         return flush_table_gradient(self.core, self.d_table)
+
+
+def log_softmax(logits):
+    mx = logits.max(axis=-1, keepdims=True)
+    return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=-1, keepdims=True)) + mx)
+
+
+def logsumexp(logits) -> numpy.ndarray:
+    """Row-wise log-sum-exp."""
+    mx = logits.max(axis=1)
+    return numpy.log(numpy.exp(logits - mx[:, None]).sum(axis=1)) + mx
+
+
+def masked_log_softmax(logits, mask):
+    """Log-softmax over the unmasked entries; a row with none is all -inf."""
+    logits = numpy.where(mask, logits, -numpy.inf)
+    mx = logits.max(axis=-1, keepdims=True)
+    mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
+    z = numpy.exp(logits - mx).sum(axis=-1, keepdims=True)
+    lse = numpy.log(numpy.where(z > 0, z, 1.0)) + mx
+    return logits - lse
+
+
+class DecisionHead:
+    """A softmax decision head over rows ``W``, ``b`` of the core: the
+    log-probs of its outcomes given the means of N states, and for training
+    the log-prob of a target per state, or of a set of targets (the
+    zero-cost moves of training with exploration), with its gradient;
+    :meth:`flush` adds the parameters' gradients to the core."""
+
+    def __init__(self, model: Model, W: str, b: str):
+        self.model, self.Wn, self.bn = model, W, b
+        self.W = model.get_param(W)
+        self.b = model.get_param(b)
+        self.dW: Optional[numpy.ndarray] = None
+        self.db: Optional[numpy.ndarray] = None
+
+    def logprobs(self, H, mask, rows_lo=None) -> numpy.ndarray:
+        """(N, K) log-probs over the outcomes ``mask`` (N, K) allows; with
+        ``rows_lo`` the head is rows ``rows_lo:rows_lo+K`` of W (a
+        contiguous Phi range)."""
+        W, b = self._rows(rows_lo, mask.shape[1])
+        return masked_log_softmax(H @ W.T + b, mask)
+
+    def _rows(self, rows_lo, K):
+        if rows_lo is None:
+            return self.W, self.b
+        return self.W[rows_lo: rows_lo + K], self.b[rows_lo: rows_lo + K]
+
+    def score(self, H, mask, targets, rows_lo=None) -> Tuple[numpy.ndarray, Callable]:
+        """Log-prob of ``targets`` given states ``H`` (N, nH) and ``mask``
+        (N, K): one outcome per state (ints), or a set (bools (N, K), its
+        outcomes' probabilities summed)."""
+        W, b = self._rows(rows_lo, mask.shape[1])
+        logp = masked_log_softmax(H @ W.T + b, mask)
+        idx = numpy.arange(len(logp))
+        targets = numpy.asarray(targets)
+        if targets.dtype == bool:
+            in_set = numpy.where(targets, logp, -numpy.inf)
+            lp = logsumexp(in_set)
+            posterior = numpy.exp(in_set - lp[:, None])  # within the set
+        else:
+            lp = logp[idx, targets]
+            posterior = numpy.zeros_like(logp)
+            posterior[idx, targets] = 1.0
+
+        def backprop(d_lp: numpy.ndarray) -> numpy.ndarray:
+            # d log p(set) / d logits = p(. | set) - p
+            dlogits = (posterior - numpy.exp(logp)) * d_lp[:, None]
+            if self.dW is None:
+                self.dW, self.db = numpy.zeros_like(self.W), numpy.zeros_like(self.b)
+            lo = 0 if rows_lo is None else rows_lo
+            self.dW[lo: lo + W.shape[0]] += dlogits.T @ H
+            self.db[lo: lo + W.shape[0]] += dlogits.sum(axis=0)
+            return dlogits @ W
+
+        return lp, backprop
+
+    def flush(self):
+        if self.dW is not None:
+            self.model.inc_grad(self.Wn, self.model.ops.asarray(self.dW))
+            self.model.inc_grad(self.bn, self.model.ops.asarray(self.db))

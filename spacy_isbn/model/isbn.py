@@ -133,7 +133,8 @@ def project_tokens(model: Model, docs: Sequence[Doc], is_train: bool = False):
     A = projected.shape[1] // nH
 
     def backprop(d_out: numpy.ndarray) -> List[Floats2d]:
-        d_flat = bp_projected(model.ops.asarray(d_out.reshape(projected.shape)))
+        d_flat = bp_projected(model.ops.asarray(d_out.reshape(projected.shape),
+                                                dtype=projected.dtype))
         return bp_vectors(model.ops.unflatten(d_flat, lengths))
 
     return out, numpy.cumsum([0] + lengths) * A, backprop

@@ -23,6 +23,7 @@ from ..model.derivation import Derivation, DerivationBatch, word_batches
 from ..model.features import SegmentInputs
 from ..model.isbn import core_of, negative_log_likelihood, project_tokens
 from ..model.lexicon import Lexicon, TokenRecord
+from .exploration import explore_update
 
 WRITERS = {"json": srsly.write_json, "msgpack": srsly.write_msgpack,
            "bytes": lambda path, data: path.write_bytes(data)}
@@ -183,7 +184,8 @@ class ISBNPipe(SavedParts, TrainablePipe):
 
     # the smallest value of each integer setting, and the values of the others
     AT_LEAST = {"beam_width": 1, "label_top_k": 1, "tag_top_k": 1, "cutoff": 1,
-                "max_batch_words": 1, "segment_length": 0, "boundary_beam": 0}
+                "max_batch_words": 1, "segment_length": 0, "boundary_beam": 0,
+                "explore_warmup": 0}
     CHOICES = {"tagging": ("pipeline", "joint", "auto"), "tag_attr": ("tag", "pos")}
 
     def _check_settings(self) -> None:
@@ -323,6 +325,12 @@ class ISBNPipe(SavedParts, TrainablePipe):
         if losses is None:
             losses = {}
         losses.setdefault(self.name, 0.0)
+        self._n_updates = getattr(self, "_n_updates", 0) + 1
+        if self._explores():
+            losses[self.name] += explore_update(self, examples, self.cfg["explore_rate"])
+            if sgd is not None:
+                self.finish_update(sgd)
+            return losses
         derivations = self._derivations(examples)
         if not derivations:
             return losses
@@ -350,6 +358,14 @@ class ISBNPipe(SavedParts, TrainablePipe):
         if sgd is not None:
             self.finish_update(sgd)
         return losses
+
+    def _explores(self) -> bool:
+        """Train with exploration (:mod:`.exploration`): a conditional model,
+        ``explore_rate`` > 0, a system with a dynamic oracle, past the
+        ``explore_warmup`` updates on gold derivations."""
+        return (not self.generative and self.cfg.get("explore_rate", 0.0) > 0
+                and self.moves.dynamic_oracle
+                and self._n_updates > self.cfg.get("explore_warmup", 0))
 
     def _derivations(self, examples: List[Example]) -> List[Derivation]:
         """The gold derivations of the examples' reference analyses."""

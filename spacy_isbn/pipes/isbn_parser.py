@@ -107,6 +107,8 @@ PUNCT_LABELS = ("p", "punct", "pnct")
         "boundary_beam": 0,
         "confidence_temperature": 1.0,
         "outside_agreement": 1.0,
+        "explore_rate": 0.0,
+        "explore_warmup": 0,
         "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
     },
     default_score_weights={
@@ -136,6 +138,8 @@ def make_isbn_parser(
     boundary_beam: int,
     confidence_temperature: float,
     outside_agreement: float,
+    explore_rate: float,
+    explore_warmup: int,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
     """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
@@ -156,14 +160,18 @@ def make_isbn_parser(
     confidence_temperature: divides the beam's scores before the softmax
     that weighs its analyses for the arc probabilities; outside_agreement:
     how far an analysis outside the beam is taken to keep the chosen arcs
-    (see :mod:`.arc_confidence`; 1: the beam's posterior alone)."""
+    (see :mod:`.arc_confidence`; 1: the beam's posterior alone);
+    explore_rate: the conditional model trains following its own predictions
+    with this probability per decision, learning the dynamic oracle's
+    zero-cost moves (:mod:`.exploration`; 0: the gold derivations only),
+    after explore_warmup updates on the gold derivations."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
         sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
         confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
-        scorer=scorer,
+        explore_rate=explore_rate, explore_warmup=explore_warmup, scorer=scorer,
     )
 
 
@@ -234,10 +242,14 @@ class ISBNParser(TreeScores, WordSurprisal, ISBNPipe):
         boundary_beam: int = 0,
         confidence_temperature: float = 1.0,
         outside_agreement: float = 1.0,
+        explore_rate: float = 0.0,
+        explore_warmup: int = 0,
         scorer: Optional[Callable] = parser_score,
     ):
         if tag_attr not in ("tag", "pos"):
             raise ValueError(f"tag_attr must be 'tag' or 'pos', not {tag_attr!r}")
+        if not 0.0 <= explore_rate <= 1.0:
+            raise ValueError(f"explore_rate must be between 0 and 1, not {explore_rate!r}")
         if tagging not in TAGGING_MODES:
             raise ValueError(f"tagging must be one of {TAGGING_MODES}, not {tagging!r}")
         super().__init__(vocab, model, name, {
@@ -249,6 +261,7 @@ class ISBNParser(TreeScores, WordSurprisal, ISBNPipe):
             "boundary_beam": boundary_beam,
             "confidence_temperature": float(confidence_temperature),
             "outside_agreement": float(outside_agreement),
+            "explore_rate": float(explore_rate), "explore_warmup": explore_warmup,
         }, scorer)
         # seconds of search, and of the model's array work within it (the benchmark's ceiling)
         self.search_timing = {"array_seconds": 0.0, "total_seconds": 0.0}

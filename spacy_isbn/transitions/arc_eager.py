@@ -64,6 +64,7 @@ class ArcEagerMoves(Moves):
     configurations and its oracle derivations."""
 
     spec = ARC_EAGER
+    dynamic_oracle = True
 
     def __init__(self, templates: Sequence[Tuple[str, str]], lex: Lexicon, free_end: bool = False):
         """``free_end``: a sentence may end after any word, its headless words

@@ -91,6 +91,7 @@ class Moves:
 
     spec: TransitionSpec
     fixed_columns = 1  # feature columns before the templates' own
+    dynamic_oracle = False  # has :meth:`costs`
 
     def __init__(self, templates: Sequence[Tuple[Any, str]], lex: Lexicon, first_row: int):
         self.templates = tuple(templates)

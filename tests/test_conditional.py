@@ -320,3 +320,30 @@ def test_parser_and_tagger_gradients_into_tok2vec_are_on_one_scale():
     nlp.get_pipe("isbn_parser").update(egs)
     assert len(norms) == 2 and min(norms.values()) > 0
     assert 0.1 < norms["isbn_parser"] / norms["tagger"] < 10, norms
+
+
+@pytest.mark.parametrize("beam_width", [1, 4])
+def test_known_sentence_ends_get_complete_trees_with_free_end(beam_width):
+    """free_end lets the model end a sentence with headless words where it
+    decides the end; where the end is known (set on the Doc, as in the
+    second pass of sentence_kbest) the tree is completed: no word is left
+    for a ``dep`` attachment, even by an untrained model."""
+    nlp = spacy.blank("en")
+    config = parser_config(beam_width=beam_width)
+    config["free_end"] = True
+    parser = nlp.add_pipe("isbn_parser", config=config)
+    egs = examples(nlp, 4)
+    nlp.initialize(lambda: egs)
+    docs = []
+    for eg in examples(nlp, 8, seed=1):
+        doc = Doc(nlp.vocab, words=[t.text for t in eg.reference])
+        for tok, ref in zip(doc, eg.reference):
+            tok.is_sent_start = ref.is_sent_start
+        docs.append(doc)
+    n_sentences = 0
+    for pieces in parser.predict(docs):
+        for _, seg in pieces:
+            for sent in seg.sentences:
+                assert -1 not in sent.heads
+                n_sentences += 1
+    assert n_sentences == sum(len(list(d.sents)) for d in docs)

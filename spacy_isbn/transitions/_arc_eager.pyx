@@ -483,7 +483,9 @@ cdef class ArcEagerStates(StatesArena):
             _sources(st, &src[i, 0])
             self._features(st, &feats[i, 0])
             _legal(st, self.multiroot, False, &masks[i, 0])
-            if front_is_last[i] and not self.free_end:
+            # where the sentence must end at the front (a known end), its tree
+            # is completed even where it may end with headless words
+            if front_is_last[i]:
                 _legal(st, self.multiroot, True, &allowed[i, 0])
             else:
                 allowed[i, 0] = masks[i, 0]

@@ -4,7 +4,7 @@ import pytest
 import spacy
 
 from spacy_isbn.pipes import exploration
-from spacy_isbn.pipes.exploration import Rollout, explore_update, training_sentences
+from spacy_isbn.pipes.exploration import Rollout, explore_update, training_chunks
 
 from .test_conditional import examples, parser_config, tok2vec_config
 
@@ -21,22 +21,27 @@ def _parser(explore_rate=0.5, explore_warmup=0, n_docs=6):
     return nlp, parser, egs
 
 
-def test_without_exploration_the_rollout_follows_gold_trees(monkeypatch):
-    """Following zero-cost moves only derives each (projective) gold tree."""
+def test_without_exploration_the_rollout_follows_gold_trees_and_ends(monkeypatch):
+    """Following zero-cost moves and the gold ends derives each (projective)
+    gold tree of every chunk, sentence by sentence."""
     _, parser, egs = _parser(explore_rate=0.0)
-    trees = []
+    found = []
 
-    def keep_trees(self):
-        run(self)
-        for handle, sent in zip(self.handles, self.sentences):
-            trees.append((self.states.tree(int(handle), sent.n)[0], sent.gold_heads[1:].tolist()))
+    def end_sentences(self, chunk_ids, lengths):
+        for i, n in zip(chunk_ids, lengths):
+            heads = self.states.tree(int(self.handles[i]), int(n))[0]
+            gold = self.gold_heads[self.gold_start[i] + 1: self.gold_start[i] + 1 + n].tolist()
+            found.append((int(i), int(self.offset[i]), int(n), heads, gold))
+        return end(self, chunk_ids, lengths)
 
-    run = Rollout.run
-    monkeypatch.setattr(Rollout, "run", keep_trees)
+    end = Rollout._end_sentences
+    monkeypatch.setattr(Rollout, "_end_sentences", end_sentences)
     explore_update(parser, egs, 0.0)
-    assert len(trees) == len(training_sentences(parser, egs)) > 5
-    for heads, gold in trees:
+    chunks = training_chunks(parser, egs)
+    assert len(found) == sum(int(c.gold_ends.sum()) for c in chunks) > len(chunks)
+    for i, offset, n, heads, gold in found:
         assert heads == gold
+        assert chunks[i].gold_ends[offset + n - 1] and not chunks[i].gold_ends[offset: offset + n - 1].any()
 
 
 def test_exploring_gradients_match_finite_differences():

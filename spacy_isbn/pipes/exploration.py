@@ -1,18 +1,22 @@
 """Training the conditional parser with exploration, as spaCy trains its
 own (``transition_parser.pyx`` ``update``/``get_batch_loss``): the model
-follows its own predictions through each sentence, its latent history
+follows its own predictions through chunks of documents, its latent history
 computed along the derivation it predicts, and at every configuration it
 learns -log of the summed probability of the moves that lose no more gold
 arcs than the best one (the transition system's dynamic oracle,
-``moves.costs``).  Configurations of all sentences of a batch advance in
+``moves.costs``).  Configurations of all chunks of a batch advance in
 lockstep, one step model call (:class:`~spacy_isbn.model.step.History`) per
 step; the decisions are scored together afterwards and the gradient walks
 the history back into tok2vec.
 
-With probability ``1 - explore_rate`` a configuration follows the best
-zero-cost move instead (the gold path).  Labels: the gold label is learned
-where the followed arc is a gold arc.  Sentence ends are given in training
-(END exactly after the last word), as in the teacher-forced pass."""
+A chunk is a run of consecutive gold sentences of a doc (up to
+``CHUNK_WORDS`` words, cut at sentence ends, as spaCy cuts its documents):
+sentence ends are decided by the model at every Shift, with look-ahead, and
+learned against the gold ones; a sentence it ends early or late is
+followed as it predicted, the next one starting where it ended, and gold
+arcs that cross its ends are lost.  With probability ``1 - explore_rate`` a
+configuration follows the best zero-cost move and the gold end instead.
+Labels: the gold label is learned where the followed arc is a gold arc."""
 from typing import List, Tuple
 
 import numpy
@@ -26,56 +30,91 @@ from ..transitions.arc_eager import LEFT
 NEG_INF = -numpy.inf
 
 
-class Sentence:
-    """What a configuration of one training sentence reads: its word rows,
-    its projectivised gold tree (1-based, 0 = the root node), and where its
-    words are among the update's token vectors."""
+CHUNK_WORDS = 100  # words of a training chunk at most (one longer sentence: itself)
 
-    __slots__ = ("rows", "n", "gold_heads", "gold_labels", "tok_base", "tok_end")
 
-    def __init__(self, rows, gold_heads, gold_labels, tok_base: int, tok_end: int):
+class Chunk:
+    """Consecutive gold sentences of a doc as a configuration reads them:
+    their word rows, the gold heads (1-based over the chunk, 0 = the root
+    node), labels and sentence ends, and where the words are among the
+    update's token vectors."""
+
+    __slots__ = ("rows", "n", "gold_heads", "gold_labels", "gold_ends", "sentence_end",
+                 "tok_base", "tok_end")
+
+    def __init__(self, rows, gold_heads, gold_labels, gold_ends, tok_base: int, tok_end: int):
         self.rows = rows
         self.n = len(rows)
         self.gold_heads = numpy.asarray(gold_heads, dtype="int32")
         self.gold_labels = numpy.asarray(gold_labels, dtype="int32")
+        self.gold_ends = numpy.asarray(gold_ends, dtype=bool)
+        # per word, where its gold sentence ends (the oracle's horizon: no
+        # gold arc crosses it)
+        ends = numpy.flatnonzero(self.gold_ends) + 1
+        self.sentence_end = ends[numpy.searchsorted(ends, numpy.arange(self.n), side="right")]
         self.tok_base, self.tok_end = tok_base, tok_end
 
+    def local_heads(self, offset: int) -> numpy.ndarray:
+        """The gold heads of a sentence that starts at chunk word ``offset``
+        (1-based from there, index 0 unused): heads before it are out of
+        reach (-2)."""
+        heads = self.gold_heads[offset + 1:]
+        local = numpy.where(heads > offset, heads - offset, -2)
+        local[heads == 0] = 0
+        return numpy.concatenate([[-1], local]).astype("int32")
 
-def training_sentences(pipe, examples: List[Example]) -> List[Sentence]:
-    """The complete gold trees of the examples whose labels the lexicon knows."""
+
+def training_chunks(pipe, examples: List[Example]) -> List[Chunk]:
+    """The examples' runs of consecutive complete gold trees whose labels
+    the lexicon knows, cut into chunks of at most ``CHUNK_WORDS`` words."""
     out, first_token = [], 0
     label_ids = pipe.lexicon.label_ids
     for eg in examples:
         doc = eg.reference
         doc_start, first_token = first_token, first_token + len(eg.predicted)
         records = pipe._records(doc)
+        run: List[Tuple[int, int, list, list]] = []
         for (start, end), gold, labels in pipe._gold_trees(doc):
-            ids = [0] + [label_ids.get(lab, -1) for lab in labels]
-            if min(ids[1:]) < 0:
-                continue
-            rows = pipe._inputs(records[start:end]).rows
-            out.append(Sentence(rows, gold, ids, doc_start + start, first_token))
+            ids = [label_ids.get(lab, -1) for lab in labels]
+            joins = run and run[-1][1] == start and end - run[0][0] <= CHUNK_WORDS
+            if run and not joins:
+                out.append(_chunk(pipe, records, run, doc_start, first_token))
+                run = []
+            if min(ids) >= 0:
+                run.append((start, end, gold, ids))
+        if run:
+            out.append(_chunk(pipe, records, run, doc_start, first_token))
     return out
+
+
+def _chunk(pipe, records, run, doc_start: int, doc_end: int) -> Chunk:
+    first = run[0][0]
+    heads, labels, ends = [0], [0], []
+    for start, end, gold, ids in run:
+        heads += [h + start - first if h > 0 else 0 for h in gold[1:]]
+        labels += ids
+        ends += [False] * (end - start - 1) + [True]
+    rows = pipe._inputs(records[first: run[-1][1]]).rows
+    return Chunk(rows, heads, labels, ends, doc_start + first, doc_end)
 
 
 def explore_update(pipe, examples: List[Example], explore_rate: float, rng=numpy.random) -> float:
     """One training step of a conditional pipe on the examples with
     exploration; adds the gradients (tok2vec's through its listener) and
     returns the loss, summed over the decisions."""
-    sentences = training_sentences(pipe, examples)
-    if not sentences:
+    chunks = training_chunks(pipe, examples)
+    if not chunks:
         return 0.0
     model, core, moves = pipe.model, pipe.core, pipe.moves
-    spec = moves.spec
     vectors, _, bp_vectors = project_tokens(model, [eg.predicted for eg in examples], True)
     history = History(core, embedding_table(core, vectors),
-                      capacity=sum(4 * s.n + 2 for s in sentences), is_train=True)
+                      capacity=sum(4 * c.n + 2 for c in chunks), is_train=True)
     states = moves.new_states(pipe.cfg["multiroot"])
-    rollout = Rollout(pipe, states, sentences, history, explore_rate, rng)
+    rollout = Rollout(pipe, states, chunks, history, explore_rate, rng)
     try:
         rollout.run()
     finally:
-        states.release(rollout.handles)
+        rollout.release()
     loss, d_means = rollout.loss()
     d_vectors = history.backprop(d_means)
     bp_vectors(d_vectors)
@@ -83,12 +122,12 @@ def explore_update(pipe, examples: List[Example], explore_rate: float, rng=numpy
 
 
 class Rollout:
-    """The sentences' configurations advanced in lockstep, and what each
-    step's states are to learn."""
+    """One configuration per chunk (its current sentence), all advanced in
+    lockstep, and what each step's states are to learn."""
 
-    def __init__(self, pipe, states, sentences: List[Sentence], history: History,
+    def __init__(self, pipe, states, chunks: List[Chunk], history: History,
                  explore_rate: float, rng):
-        self.pipe, self.states, self.sentences, self.history = pipe, states, sentences, history
+        self.states, self.chunks, self.history = states, chunks, history
         self.moves, self.core = pipe.moves, pipe.core
         self.explore_rate, self.rng = explore_rate, rng
         self.heads = {"a": DecisionHead(self.core, "Wa", "ba"),
@@ -96,47 +135,78 @@ class Rollout:
                       "t": DecisionHead(self.core, "Wt", "bt")}
         self.label_masks = numpy.asarray(self.core.attrs["label_masks"], dtype=bool)
         self.nL = self.core.get_dim("nL")
-        self.n = numpy.array([s.n for s in sentences], dtype="int32")
-        self.gold_start = numpy.cumsum([0] + [s.n + 1 for s in sentences])[:-1].astype("int64")
-        self.gold_heads = numpy.concatenate([s.gold_heads for s in sentences])
-        self.tok_base = numpy.array([s.tok_base for s in sentences], dtype="int64")
-        self.tok_end = numpy.array([s.tok_end for s in sentences], dtype="int64")
-        # per step: (state ids, Phi, zero-cost moves); (state ids, label kinds, blocks, gold
-        # labels) of followed gold arcs; (state ids, END legal, END) of Shifts
+        B = len(chunks)
+        self.n = numpy.array([c.n for c in chunks], dtype="int64")
+        # the current sentence's first chunk word, and its configuration (-1: none)
+        self.offset = numpy.zeros(B, dtype="int64")
+        self.handles = numpy.full(B, -1, dtype="int64")
+        # per chunk a slot of the current sentence's gold heads (see Chunk.local_heads)
+        self.gold_start = numpy.cumsum([0] + [c.n + 1 for c in chunks])[:-1].astype("int64")
+        self.gold_heads = numpy.full(int(self.n.sum()) + B, -1, dtype="int32")
+        self.tok_base = numpy.array([c.tok_base for c in chunks], dtype="int64")
+        self.tok_end = numpy.array([c.tok_end for c in chunks], dtype="int64")
+        # per step: (state ids, Phi, zero-cost moves); (state ids, label kinds, block, gold
+        # labels) of followed gold arcs; (state ids, END legal, gold END) of Shifts
         self.actions: List[Tuple] = []
         self.labels: List[Tuple] = []
         self.ends: List[Tuple] = []
-        self.handles = numpy.zeros(0, dtype="int64")
+
+    def release(self) -> None:
+        live = self.handles[self.handles >= 0]
+        self.states.release(live)
+        self.handles[:] = -1
+
+    def _start(self, chunk_ids: numpy.ndarray) -> None:
+        """New sentences at the chunks' offsets: their first states."""
+        first = self.history.step(None, self.moves.start_features(len(chunk_ids)))
+        words = numpy.stack([self.chunks[i].rows[self.offset[i]] for i in chunk_ids])
+        self.handles[chunk_ids] = self.states.start(first.astype("int32"), words)
+        for i in chunk_ids:
+            local = self.chunks[i].local_heads(int(self.offset[i]))
+            self.gold_heads[self.gold_start[i]: self.gold_start[i] + len(local)] = local
+
+    def _end_sentences(self, chunk_ids: numpy.ndarray, lengths: numpy.ndarray) -> numpy.ndarray:
+        """The chunks' current sentences ended after ``lengths`` words: the
+        next ones start; returns the chunks that are done."""
+        self.states.release(self.handles[chunk_ids])
+        self.handles[chunk_ids] = -1
+        self.offset[chunk_ids] += lengths
+        going = chunk_ids[self.offset[chunk_ids] < self.n[chunk_ids]]
+        if len(going):
+            self._start(going)
+        return chunk_ids[self.offset[chunk_ids] >= self.n[chunk_ids]]
 
     def run(self) -> None:
         spec, states, history = self.moves.spec, self.states, self.history
-        B = len(self.sentences)
-        first = history.step(None, self.moves.start_features(B))
-        self.handles = states.start(first.astype("int32"),
-                                    numpy.stack([s.rows[0] for s in self.sentences]))
-        active = numpy.arange(B)
+        self._start(numpy.arange(len(self.chunks)))
+        active = numpy.arange(len(self.chunks))
         n_actions, R = spec.n_actions, spec.n_relations
         while len(active):
             handles = self.handles[active]
             N = len(active)
             front = states.front(handles)
+            remaining = self.n[active] - self.offset[active]
+            last = front == remaining  # the chunk's last word: a known end
             src = numpy.empty((N, R), "int32")
             feats = numpy.empty((N, self.moves.width), "int32")
             masks = numpy.empty((N, n_actions), "uint8")
             allowed = numpy.empty((N, n_actions), "uint8")
             end_legal = numpy.empty(N, "uint8")
             kinds = numpy.empty((N, len(spec.labelled_actions)), "int32")
-            states.describe(handles, (front == self.n[active]).astype("uint8"), src, feats,
-                            masks, allowed, end_legal, kinds)
+            states.describe(handles, last.astype("uint8"), src, feats, masks, allowed, end_legal,
+                            kinds)
             feats = vector_feature_ids(feats, self.moves.vector_columns(),
                                        self.core.get_param("E").shape[0],
-                                       self.tok_base[active], self.tok_end[active])
+                                       self.tok_base[active] + self.offset[active],
+                                       self.tok_end[active])
             ids = history.step(src, feats)
             H = history.means[ids]
-            masks, allowed = masks.view(bool), allowed.view(bool)
+            masks, allowed, end_legal = masks.view(bool), allowed.view(bool), end_legal.view(bool)
             act_lp = self.heads["a"].logprobs(H, masks)
+            horizon = numpy.array([self.chunks[i].sentence_end[self.offset[i] + f - 1]
+                                   for i, f in zip(active, front)]) - self.offset[active]
             costs = self.moves.costs(states, handles, self.gold_heads, self.gold_start[active],
-                                     self.n[active])
+                                     horizon)
             best = numpy.where(allowed, costs, numpy.iinfo("int32").max).min(axis=1)
             zero = allowed & (costs == best[:, None])
             self.actions.append((ids, masks, zero))
@@ -145,17 +215,35 @@ class Rollout:
             action = numpy.where(follow, act_lp, NEG_INF).argmax(axis=1)
             label = self._labels(active, handles, front, ids, H, action, kinds, explore)
             word = action == spec.word_action
-            last = front == self.n[active]
-            shifted = numpy.flatnonzero(word)
-            if len(shifted):
-                self.ends.append((ids[shifted], end_legal.view(bool)[shifted],
-                                  last[shifted].astype("int64")))
+            ending = self._sentence_ends(active, front, ids, H, word, last, end_legal, explore)
             for k, i in enumerate(active):
                 row = None
-                if word[k] and not last[k]:
-                    row = self.sentences[i].rows[front[k]]
+                if word[k] and not ending[k]:
+                    row = self.chunks[i].rows[self.offset[i] + front[k]]
                 states.advance(int(handles[k]), int(action[k]), int(label[k]), int(ids[k]), row)
-            active = active[~(word & last)]
+            ended = numpy.flatnonzero(ending)
+            if len(ended):
+                done = self._end_sentences(active[ended], front[ended])
+                active = numpy.setdiff1d(active, done)
+
+    def _sentence_ends(self, active, front, ids, H, word, last, end_legal, explore) -> numpy.ndarray:
+        """Per configuration, whether its Shift ends its sentence: at the
+        chunk's end, else the model's choice when exploring, the gold end
+        otherwise (where END is legal); Shifts learn the gold ends."""
+        ending = numpy.zeros(len(active), dtype=bool)
+        shifted = numpy.flatnonzero(word)
+        if not len(shifted):
+            return ending
+        gold = numpy.array([self.chunks[active[k]].gold_ends[self.offset[active[k]] + front[k] - 1]
+                            for k in shifted], dtype=bool)
+        mask = numpy.stack([numpy.ones(len(shifted), bool), end_legal[shifted]], axis=1)
+        predicted = self.heads["t"].logprobs(H[shifted], mask).argmax(axis=1) == 1
+        choice = numpy.where(explore[shifted], predicted, gold) & end_legal[shifted]
+        ending[shifted] = last[shifted] | choice
+        learn = end_legal[shifted] | ~gold  # a gold end after a wrong tree may be illegal
+        self.ends.append((ids[shifted[learn]], end_legal[shifted[learn]],
+                          gold[learn].astype("int64")))
+        return ending
 
     def _labels(self, active, handles, front, ids, H, action, kinds, explore) -> numpy.ndarray:
         """The label each followed arc is made with: the gold one on a gold
@@ -172,11 +260,11 @@ class Rollout:
             label[rows] = lp.argmax(axis=1)
             gold = numpy.full(len(rows), -1, dtype="int64")
             for j, r in enumerate(rows):
-                sent = self.sentences[active[r]]
+                i = active[r]
                 top = self.states.stack(int(handles[r]))[-1]
                 dep, head = (top, front[r]) if act == LEFT else (front[r], top)
-                if sent.gold_heads[dep] == head:
-                    gold[j] = sent.gold_labels[dep]
+                if self.gold_heads[self.gold_start[i] + dep] == head:
+                    gold[j] = self.chunks[i].gold_labels[self.offset[i] + dep]
             is_gold = (gold >= 0) & self.label_masks[kinds[rows, k], numpy.maximum(gold, 0)]
             learn = rows[is_gold]
             if len(learn):

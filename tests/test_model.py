@@ -43,12 +43,18 @@ def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
     return model, lex, ext, toks, derivs
 
 
-@pytest.mark.parametrize("latent_edges", [True, False])
-def test_gradient_matches_finite_differences(latent_edges):
+@pytest.mark.parametrize("latent_edges,dropout", [(True, 0.0), (False, 0.0), (True, 0.3)])
+def test_gradient_matches_finite_differences(latent_edges, dropout):
+    """With dropout, every pass draws the same mask (numpy's seed)."""
     model, lex, ext, toks, derivs = _setup(latent_edges=latent_edges)
-    model.ops.xp.random.seed(0)
+    model.attrs["dropout"] = dropout
     batch = DerivationBatch.from_derivations(derivs)
-    ll, backprop = model(batch, is_train=True)
+
+    def run():
+        numpy.random.seed(0)
+        return model(batch, is_train=True)
+
+    ll, backprop = run()
     backprop(numpy.ones_like(ll))
     rng = numpy.random.RandomState(0)
     names = ["E", "b", "Wa", "Wt", "Wb", "Wf", "bf", "Wl"] + (["W"] if latent_edges else [])
@@ -58,13 +64,17 @@ def test_gradient_matches_finite_differences(latent_edges):
             idx = tuple(rng.randint(s) for s in param.shape)
             old = param[idx]
             param[idx] = old + 1e-2
-            up = model(batch, is_train=False)[0].sum()
+            up = run()[0].sum()
             param[idx] = old - 1e-2
-            down = model(batch, is_train=False)[0].sum()
+            down = run()[0].sum()
             param[idx] = old
             assert grad[idx] == pytest.approx((up - down) / 2e-2, abs=2e-3, rel=2e-2), name
     if not latent_edges:
         assert not model.has_grad("W") or not model.get_grad("W").any()
+    if dropout:  # and the mask does change the model
+        numpy.random.seed(1)
+        assert not numpy.allclose(model(batch, is_train=True)[0], ll)
+        assert numpy.array_equal(model(batch, is_train=False)[0], model(batch, is_train=False)[0])
 
 
 @pytest.mark.parametrize("multiroot", [False, True])

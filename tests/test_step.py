@@ -31,6 +31,7 @@ STEPS = [
 
 
 def _objective(core, vectors, weights):
+    numpy.random.seed(0)  # the same dropout mask every time
     table = numpy.concatenate([core.get_param("E"), vectors])
     history = History(core, table, capacity=2, is_train=True)  # grows as it goes
     for src, feats in STEPS:
@@ -39,9 +40,10 @@ def _objective(core, vectors, weights):
     return value, history
 
 
-@pytest.mark.parametrize("latent_edges", [True, False])
-def test_history_gradients_match_finite_differences(latent_edges):
+@pytest.mark.parametrize("latent_edges,dropout", [(True, 0.0), (False, 0.0), (True, 0.4)])
+def test_history_gradients_match_finite_differences(latent_edges, dropout):
     core = _core(latent_edges)
+    core.attrs["dropout"] = dropout
     rng = numpy.random.RandomState(1)
     vectors = rng.normal(0, 0.5, (N_VEC, nH))
     weights = rng.normal(0, 1, (6, nH))

@@ -28,8 +28,8 @@ from . import meanfield
 from .derivation import DerivationBatch
 from .features import parse_templates, vector_feature_ids
 from .meanfield import Observed
-from .step import (DecisionHead, embedding_table, flush_table_gradient, latent_step, means,
-                   scatter_to_sources)
+from .step import (DecisionHead, dropout_mask, embedding_table, flush_table_gradient,
+                   latent_step, means, scatter_to_sources)
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
 
@@ -44,6 +44,7 @@ def build_isbn_model(
     iterations: int = 3,
     objective: str = "generative",
     tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None,
+    dropout: float = 0.0,
 ) -> Model:
     """Dims that depend on the training data (nF rows, labels, tags, bundles,
     forms) are set by the pipe's ``initialize``, those of the transition system
@@ -64,6 +65,8 @@ def build_isbn_model(
         )
     if iterations < 0:
         raise ValueError(f"iterations={iterations}: must be >= 0")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout={dropout}: must be in [0, 1)")
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r}: use one of {OBJECTIVES}")
     reads_vectors = any(attr == "vec" for _, attr in parse_templates(features))
@@ -81,7 +84,7 @@ def build_isbn_model(
         raise ValueError(f"features={features!r} read token vectors (.vec, with look-ahead): "
                          "only objective='conditional' can, a generative model may not look ahead")
     core = _build_core(hidden_width, features, latent_edges, approximation, init_scale,
-                       iterations, objective)
+                       iterations, objective, dropout)
     return core if objective == "generative" else build_conditional(tok2vec, core)
 
 
@@ -165,7 +168,7 @@ def conditional_forward(model: Model, inputs, is_train: bool):
 
 
 def _build_core(hidden_width: int, features: str, latent_edges: bool, approximation: str,
-                init_scale: float, iterations: int, objective: str) -> Model[DerivationBatch, Floats1d]:
+                init_scale: float, iterations: int, objective: str, dropout: float = 0.0) -> Model[DerivationBatch, Floats1d]:
     """The ISBN layer.  Its parameters stay on the CPU (NumpyOps) whatever
     the current ops: the lockstep steps and the search are CPU work, while a
     tok2vec and the projection feeding a conditional model may run on a GPU
@@ -189,6 +192,8 @@ def _build_core(hidden_width: int, features: str, latent_edges: bool, approximat
             "approximation": approximation,
             "iterations": iterations if approximation == "meanfield" else 0,
             "init_scale": init_scale,
+            # dropout on the latent means in training (feed-forward)
+            "dropout": dropout,
             # tag -> (start, end) of its bundles / forms: the Phi of generation
             "bundle_ranges": [],
             "form_ranges": [],
@@ -379,12 +384,19 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     if meanfield_on:
         M = {key: numpy.zeros_like(Hs) for key in HEADS}
     tapes: List[list] = [[] for _ in range(T)]
+    # dropout keeps each mean with prob 1 - p, scaled by 1 / (1 - p); the
+    # sigmoid's derivative (for the backward pass) is of the kept ones
+    keep = dropout_mask(model, (B, T, nH)) if is_train and not meanfield_on else None
+    gain = numpy.empty_like(Hs) if keep is not None else None
     for t in range(T):
         pre, step_backprop = latent_step(model, table, Hs_flat, flat_src[:, t], feats[:, t],
                                          d_table)
         step_backprops.append(step_backprop)
         if not meanfield_on:
             Hs[:, t] = means(pre)
+            if keep is not None:
+                gain[:, t] = Hs[:, t] * (1.0 - Hs[:, t]) * keep[:, t]
+                Hs[:, t] *= keep[:, t]
             continue
         a = pre.copy()
         decided = _step_decisions(dec, batch, t, positions)
@@ -452,8 +464,8 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         for head in heads.values():
             head.flush()
         grads = {name: numpy.zeros_like(p[name]) for name in PARAMS}
-        # the sigmoid's derivative, zero on padding
-        dsig = Hs * (1.0 - Hs) * batch.valid[..., None]
+        # the sigmoid's derivative (through dropout), zero on padding
+        dsig = (Hs * (1.0 - Hs) if gain is None else gain) * batch.valid[..., None]
         for t in range(T - 1, -1, -1):
             dpre = dHs[:, t] * dsig[:, t]
             if meanfield_on:

@@ -90,6 +90,16 @@ def means(eta: numpy.ndarray) -> numpy.ndarray:
     return 1.0 / (1.0 + numpy.exp(-eta))
 
 
+def dropout_mask(core: Model, shape) -> Optional[numpy.ndarray]:
+    """The core's ``dropout`` in training: per mean 0, or 1 / (1 - p) with
+    probability 1 - p (None without dropout)."""
+    p = core.attrs.get("dropout", 0.0)
+    if p <= 0.0:
+        return None
+    keep = numpy.random.random_sample(shape) >= p
+    return keep.astype(core.get_param("b").dtype) / (1.0 - p)
+
+
 def scatter_to_sources(d_parents: numpy.ndarray, src: numpy.ndarray, d_means: numpy.ndarray) -> None:
     """Add each relation's share (N, R, nH) to the means it read, rows
     ``src`` (N, R) of ``d_means`` (-1: none)."""
@@ -108,7 +118,8 @@ def flush_table_gradient(core: Model, d_table: numpy.ndarray) -> Optional[numpy.
 
 class History:
     """Latent states made one step at a time by :func:`latent_step` (their
-    means in ``rows``, which later steps link to) and their backward pass:
+    means in ``rows``, which later steps link to; in training with the
+    core's dropout) and their backward pass:
     given the gradient of every state's means from the decisions read off
     it, the steps are walked in reverse, each passing its share to the
     states it linked to."""
@@ -118,7 +129,8 @@ class History:
         dtype = core.get_param("b").dtype
         self.rows = numpy.zeros((max(1, capacity), core.get_dim("nH")), dtype=dtype)
         self.size = 0
-        self._steps: List[Tuple[numpy.ndarray, Optional[numpy.ndarray], Optional[StepBackprop]]] = []
+        # per step: its state ids, sources, backprop and the derivative of its means
+        self._steps: List[Tuple] = []
         self.d_table = numpy.zeros(table.shape, dtype=dtype) if is_train else None
 
     def step(self, src: Optional[numpy.ndarray], feats: numpy.ndarray) -> numpy.ndarray:
@@ -132,9 +144,15 @@ class History:
             grown[: self.size] = self.rows[: self.size]
             self.rows = grown
         ids = numpy.arange(self.size, self.size + n)
-        self.rows[ids] = means(eta)
+        H = means(eta)
+        gain = H * (1.0 - H)  # the sigmoid's derivative, through dropout
+        keep = dropout_mask(self.core, H.shape) if self.d_table is not None else None
+        if keep is not None:
+            H *= keep
+            gain *= keep
+        self.rows[ids] = H
         self.size += n
-        self._steps.append((ids, src, backprop))
+        self._steps.append((ids, src, backprop, gain))
         return ids
 
     @property
@@ -146,9 +164,8 @@ class History:
         decisions.  Adds the parameters' gradients; returns the token
         vectors' (None without them)."""
         d_means = numpy.array(d_means, dtype=self.rows.dtype)
-        for ids, src, backprop in reversed(self._steps):
-            H = self.rows[ids]
-            d_parents = backprop(d_means[ids] * H * (1.0 - H))
+        for ids, src, backprop, gain in reversed(self._steps):
+            d_parents = backprop(d_means[ids] * gain)
             if src is not None:
                 scatter_to_sources(d_parents, src, d_means)
         return flush_table_gradient(self.core, self.d_table)

@@ -59,6 +59,9 @@ def test_convert_train_evaluate_and_write_back(tmp_path):
     assert [s.words for s in written] == [s.words for s in original]
     assert [s.heads for s in written] == [s.heads for s in original]
     assert "1-2\tdon't" in conll_out.read_text(encoding="utf8")
+    # predicted trees: no gold DEPS nor empty nodes beside them, UD's root
+    assert {d for s in written for d in s.deps} == {"_"} and not any(s.empty_lines for s in written)
+    assert all(s.deprels[s.heads.index(0)] == "root" for s in written)
 
 
 def test_evaluate_writes_the_parsers_sentences(tmp_path):

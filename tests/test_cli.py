@@ -410,6 +410,7 @@ def test_package_builds_a_loadable_package_with_the_measured_scores(tmp_path):
     nlp = spacy.load(root / "en_isbn_tiny" / "en_isbn_tiny-0.2.0")
     assert nlp.pipe_names == ["isbn_parser"] and meta["version"] == "0.2.0"
     assert (root / "setup.py").exists()  # what pip installs from
+    assert sorted(p.name for p in (tmp_path / "packages").iterdir()) == [root.name]  # no stray meta
     msg = _error(["package", model, tmp_path / "p2", "--name", "x", "--metrics",
                   tmp_path / "nothing.json"])
     assert "metrics JSON not found" in msg

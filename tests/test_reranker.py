@@ -30,11 +30,12 @@ def tagged_examples(nlp, n_docs, seed=0, root_label="root"):
     return out
 
 
-def reranked_pipeline(window_size=None, root_label="root"):
+def reranked_pipeline(window_size=None, root_label="root", free_end=False):
     """tok2vec, tagger, a conditional isbn_parser (per-sentence k best) and
     the generative isbn_reranker, trained together on tiny docs;
     ``window_size``: the tok2vec's (None: tok2vec_config's); ``root_label``:
-    the training trees' (``spacy convert`` gives ROOT)."""
+    the training trees' (``spacy convert`` gives ROOT); ``free_end``: the
+    parser's (configs/ewt.cfg's is true)."""
     nlp = spacy.blank("en")
     tok2vec = tok2vec_config(32)
     if window_size is not None:
@@ -45,6 +46,7 @@ def reranked_pipeline(window_size=None, root_label="root"):
         "tok2vec": tok2vec_config(32, listener=True)}})
     config = parser_config(listener=True, width=32, beam_width=4)
     config["sentence_kbest"] = True
+    config["free_end"] = free_end
     nlp.add_pipe("isbn_parser", config=config)
     nlp.add_pipe("isbn_reranker", config={"rerank_weight": 0.5, "model": {
         "@architectures": "spacy_isbn.ISBNParser.v1", "hidden_width": 12, "init_scale": 0.5}})

@@ -436,7 +436,7 @@ cdef class ArcEagerStates(StatesArena):
             _sources(st, &src[i, 0])
             self._features(st, &feats[i, 0])
             _legal(st, self.multiroot, False, &masks[i, 0])
-            if front_is_last[i] and not self.free_end:
+            if front_is_last[i]:  # also with free_end: a forced end completes the tree
                 _legal(st, self.multiroot, True, &allowed[i, 0])
             else:
                 allowed[i, 0] = masks[i, 0]

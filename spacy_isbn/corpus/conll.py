@@ -405,9 +405,11 @@ def conll_blocks(doc: Doc, fmt: str = "conllu", first_number: int = 1,
                  keep_enhanced: bool = True) -> Iterator[tuple[Span, list[str]]]:
     """Per sentence of ``doc`` as :func:`docs_to_conll` writes it: its span
     and its lines (sentences numbered from ``first_number`` where the input
-    gave no ``# sent_id``)."""
+    gave no ``# sent_id``); a sentence of whitespace only has no word to write."""
     for k, (span, record, own) in enumerate(_doc_blocks(doc, fmt)):
-        yield span, _sentence_lines(span, record, fmt, first_number + k, own, keep_enhanced)
+        lines = _sentence_lines(span, record, fmt, first_number + k, own, keep_enhanced)
+        if any(not line.startswith("#") for line in lines):
+            yield span, lines
 
 
 def _doc_blocks(doc: Doc, fmt: str) -> Iterator[tuple[Span, dict | None, bool]]:
@@ -480,7 +482,9 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     multiword: dict[int, tuple[int, str, str]] = {}
     empty: dict[int, list[str]] = {}
     if fmt == "conllu":
-        text = " ".join(span.text.split())  # one line
+        # one line: the words, one space wherever whitespace follows one (a word's own is kept)
+        text = "".join(w.text + (" " if k + 1 < n and (w.whitespace_ or words[k + 1].i > w.i + 1)
+                                 else "") for k, w in enumerate(words))
         # the input sentence's comments (its text regenerated), else an id and the text
         comments = [c if not c.startswith("# text =") else f"# text = {text}"
                     for c in (record.get("comments", []) if from_input else [])]

@@ -59,6 +59,9 @@ def test_convert_train_evaluate_and_write_back(tmp_path):
     assert [s.words for s in written] == [s.words for s in original]
     assert [s.heads for s in written] == [s.heads for s in original]
     assert "1-2\tdon't" in conll_out.read_text(encoding="utf8")
+    # predicted trees: no gold DEPS nor empty nodes beside them, UD's root
+    assert {d for s in written for d in s.deps} == {"_"} and not any(s.empty_lines for s in written)
+    assert all(s.deprels[s.heads.index(0)] == "root" for s in written)
 
 
 def test_evaluate_writes_the_parsers_sentences(tmp_path):
@@ -407,6 +410,7 @@ def test_package_builds_a_loadable_package_with_the_measured_scores(tmp_path):
     nlp = spacy.load(root / "en_isbn_tiny" / "en_isbn_tiny-0.2.0")
     assert nlp.pipe_names == ["isbn_parser"] and meta["version"] == "0.2.0"
     assert (root / "setup.py").exists()  # what pip installs from
+    assert sorted(p.name for p in (tmp_path / "packages").iterdir()) == [root.name]  # no stray meta
     msg = _error(["package", model, tmp_path / "p2", "--name", "x", "--metrics",
                   tmp_path / "nothing.json"])
     assert "metrics JSON not found" in msg

@@ -174,6 +174,50 @@ def test_writer_without_user_data(vocab, tmp_path):
             if line and not line.startswith("#")] == ["0", "0"]
 
 
+def _rows(text):
+    return [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_writers_speak_ud_whatever_the_model_calls_its_root(vocab, tmp_path):
+    """A parsed Doc (no user_data) whose root is spaCy's ROOT, whose features
+    spaCy sorted case-sensitively and whose spacing holds a no-break space,
+    a tab and a double space: CoNLL-U says root, sorts FEATS as UD does and
+    escapes the spacing; CoNLL-X keeps the model's label."""
+    doc = Doc(vocab, words=["Two", "\t", "pairs", "of", "\u00a0 ", "pants"],
+              spaces=[False, False, True, False, False, False], heads=[2, 0, 2, 5, 3, 2],
+              deps=["nummod", "dep", "ROOT", "case", "dep", "nmod"],
+              pos=["NUM", "SPACE", "NOUN", "ADP", "SPACE", "NOUN"],
+              morphs=["NumForm=Word|NumType=Card", "", "Number=Ptan|NumForm=Combi", "", "",
+                      "Case=Ab,AC|Number=Plur"])  # spaCy: NumForm=Combi|Number=Ptan, Case=AC,Ab
+    out = tmp_path / "out.conllu"
+    docs_to_conll([doc], out)
+    text = out.read_text(encoding="utf8")
+    assert conllu_problems(text) == []
+    rows = _rows(text)
+    assert [r[7] for r in rows] == ["nummod", "root", "case", "nmod"]
+    assert [r[5] for r in rows] == ["NumForm=Word|NumType=Card", "Number=Ptan|NumForm=Combi", "_",
+                                    "Case=Ab,AC|Number=Plur"]
+    assert [r[9] for r in rows] == ["SpacesAfter=\\t", "_", "SpacesAfter=\\u00A0\\s", "_"]
+    docs_to_conll([doc], tmp_path / "out.conllx", fmt="conllx")
+    assert [r[7] for r in _rows((tmp_path / "out.conllx").read_text())] == [
+        "nummod", "ROOT", "case", "nmod"]
+
+
+def test_predicted_trees_are_written_without_the_inputs_enhanced_graph(vocab, tmp_path):
+    """The file's DEPS and empty nodes describe its own trees, not a
+    parser's: without them, as UDPipe writes a parse."""
+    docs = to_docs(TINY_U, vocab)
+    out = tmp_path / "out.conllu"
+    docs_to_conll(docs, out, keep_enhanced=False)
+    text = out.read_text(encoding="utf8")
+    assert conllu_problems(text) == [] and "\n3.1\t" not in text
+    rows = _rows(text)
+    assert {r[8] for r in rows} == {"_"} and rows[4][9] == "SpaceAfter=No"  # "there"
+    assert "# sent_id = tiny-1\n# text = don't go there, Sam!\n" in text
+    docs_to_conll(to_docs(TINY_X, vocab), out, fmt="conllx", keep_enhanced=False)
+    assert {tuple(r[8:]) for r in _rows(out.read_text())} == {("_", "_")}
+
+
 # CoNLL-X with both tag columns: CPOSTAG two letters, POSTAG the full PAROLE tag
 TWO_TAGS = (
     "1\tHan\than\tPP\tPP3CSN-NU\tnumber=sing|person=3\t2\tsubj\t_\t_\n"
@@ -258,8 +302,8 @@ def test_writer_keeps_multiword_tokens_inside_a_found_sentence(vocab, tmp_path):
     # a sentence found across the file's gets its own id and text, as CoNLL-U asks
     assert text.startswith("# sent_id = 1\n# text = don't go there, Sam! And\n")
     assert f"# sent_id = 2\n# text = {doc[8:].text.rstrip()}\n" in text
-    assert conllu_problems(text) == []
     # the gold trees of two input sentences in one block: two roots, not UD; the words are all there
+    assert conllu_problems(text) == [f"sentence {k}: not exactly one word with HEAD 0" for k in (1, 2)]
     words = [[line.split("\t")[1] for line in block.splitlines() if line.split("\t")[0].isdigit()]
              for block in text.strip("\n").split("\n\n")]
     assert words == [[t.text for t in doc[:8]], [t.text for t in doc[8:]]]

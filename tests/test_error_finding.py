@@ -64,6 +64,19 @@ def test_treebank_scores_add_up_and_say_why_not(pipeline):
     assert scores[4]["logprob"] == -numpy.inf and "nosuchlabel" in scores[4]["reason"]
 
 
+def test_ud_files_meet_a_pipeline_whose_root_is_spacys_ROOT():
+    """Trained on spaCy-converted trees (ROOT), the pipeline reads a UD file's
+    root as its own and suggests nothing in its own spelling."""
+    nlp = reranked_pipeline(root_label="ROOT")[0]
+    assert nlp.get_pipe("isbn_reranker").lexicon.label_ids.get("root") is None
+    scores = score_treebank(nlp, treebank())
+    assert all(s["reason"] == "" and numpy.isfinite(s["logprob"]) for s in scores)
+    arcs, _ = find_errors(nlp, treebank())
+    assert "ROOT" not in {a["suggested_deprel"] for a in arcs}
+    assert not any(a["deprel"] == "root" and (a["suggested_head"], a["suggested_deprel"]) == (0, "root")
+                   for a in arcs)  # no suggestion of the annotated root arc itself
+
+
 def _is_tree(heads) -> bool:
     """1-based heads: one root, every word reaches it."""
     if sum(h == 0 for h in heads) != 1:

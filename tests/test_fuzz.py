@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from spacy.training import Example
 
 from spacy_isbn.cli import main
-from spacy_isbn.corpus.conll import convert, read_conll
+from spacy_isbn.corpus.conll import conll_blocks, convert, read_conll
 from spacy_isbn.corpus.ptb import parse_bracketed
 from spacy_isbn.errors import UserError
 
 from .conftest import TINY_TREEBANK, make_doc
+from .conllu_check import conllu_problems
 
 FUZZ = settings(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -162,6 +163,8 @@ def test_any_text_parses_into_valid_trees(tiny_nlp, text):
         assert not any(s[0].is_space for s in list(doc.sents)[1:])
     assert sum(1 for _ in doc.sents) <= max(1, len(doc))
     assert doc._.isbn_logprob <= 0.0
+    lines = [line for _, block in conll_blocks(doc) for line in block + [""]]
+    assert conllu_problems("\n".join(lines)) == []  # what validate.py passes
 
 
 FIXTURE = "tests/fixtures/tiny.conllu"
@@ -182,3 +185,70 @@ def test_cli_options_give_a_result_or_one_line(tmp_path_factory, command, option
         assert not any(p.exists() for p in outs)  # nothing half written
         return
     assert all(p.exists() for p in outs)
+
+
+UD_LABELS = ["nsubj", "obj", "det", "amod", "nmod:poss", "punct", "dep"]
+SPACING = st.sampled_from(["", " ", " ", "  ", "\t", "\n", "\u00a0", "\u00a0 ", " \n\n", "\u2009"])
+FEATURE_NAMES = ["Number", "NumForm", "NumType", "Case", "PronType", "Abbr", "AdpType"]
+FEATURE_VALUES = ["Sing", "Plur", "Ptan", "Combi", "Card", "Nom", "Acc", "Yes", "AC", "Ab"]
+
+
+@st.composite
+def parsed_doc(draw):
+    """A Doc as a pipeline leaves it: words and whitespace tokens (any spacing,
+    no-break spaces included), UD tags, features in any case, one tree per
+    sentence whose root is spelled root or ROOT (what the model learnt)."""
+    from spacy.tokens import Doc
+
+    vocab = spacy.blank("en").vocab
+    words, spaces, heads, deps, pos, morphs, starts = [], [], [], [], [], [], []
+    for _ in range(draw(st.integers(1, 3))):
+        n = draw(st.integers(1, 5))
+        root = draw(st.integers(0, n - 1))
+        spacing = [draw(SPACING) for _ in range(n)]
+        # what follows a word's own space is a whitespace token of its sentence
+        rest = [s[1:] if s.startswith(" ") else s for s in spacing]
+        token = [len(words) + i + sum(1 for r in rest[:i] if r) for i in range(n)]
+        for i in range(n):
+            words.append(draw(FORM.filter(lambda w: w == w.strip())))  # no whitespace word
+            spaces.append(spacing[i].startswith(" "))
+            heads.append(token[root])
+            deps.append(draw(st.sampled_from(["root", "ROOT"] if i == root else UD_LABELS)))
+            pos.append(draw(st.sampled_from(["NOUN", "VERB", "DET", "PUNCT"])))
+            names = draw(st.lists(st.sampled_from(FEATURE_NAMES), unique=True, max_size=3))
+            values = [draw(st.lists(st.sampled_from(FEATURE_VALUES), min_size=1, max_size=2, unique=True))
+                      for _ in names]
+            morphs.append("|".join(f"{name}={','.join(sorted(v))}" for name, v in zip(names, values)))
+            starts.append(i == 0)
+            if rest[i]:
+                words.append(rest[i])
+                spaces.append(False)
+                heads.append(token[i])
+                deps.append("dep")
+                pos.append("SPACE")
+                morphs.append("")
+                starts.append(False)
+    return Doc(vocab, words=words, spaces=spaces, heads=heads, deps=deps, pos=pos, morphs=morphs,
+               sent_starts=starts)
+
+
+@settings(FUZZ, max_examples=300)
+@given(doc=parsed_doc())
+def test_writers_give_what_the_ud_validator_passes(tmp_path_factory, doc):
+    """CoNLL-U from docs_to_conll (predicted trees) and from parse's shards,
+    and parse's JSONL: UD's root, FEATS in UD's order, spacing escaped, as
+    validate.py checks at level 2 (tests/conllu_check.py)."""
+    from spacy_isbn.corpus.conll import docs_to_conll
+    from spacy_isbn.parsing.records import Record
+    from spacy_isbn.parsing.writers import conllu_lines, doc_json
+
+    out = tmp_path_factory.mktemp("w") / "out.conllu"
+    docs_to_conll([doc], out, keep_enhanced=False)
+    written = out.read_text(encoding="utf8")
+    assert conllu_problems(written) == []
+    assert "ROOT" not in written.split("\n# text")[0] and "\t0\troot\t" in written
+    record = Record(where="in/put.txt:1", text=doc.text)
+    assert conllu_problems("\n".join(conllu_lines(doc, record)) + "\n") == []
+    row = doc_json(doc, record)
+    assert all((lab == "root") == (h == i and lab != "dep")
+               for i, (h, lab) in enumerate(zip(row["heads"], row["deps"])) if lab != "dep")

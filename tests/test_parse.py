@@ -260,3 +260,33 @@ def test_parse_benchmark_writes_every_figure(model, tmp_path):
     assert memory["whole corpus"]["ratio_to_first_tenth"] == pytest.approx(
         memory["whole corpus"]["peak_rss_kib"] / memory["first tenth"]["peak_rss_kib"])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("parse-benchmark-")]  # cleaned up
+
+
+def test_an_empty_input_writes_a_manifest_and_a_failed_run_no_directory(model, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf8")
+    main(["parse", str(model), str(empty), str(tmp_path / "o"), "--no-progress"])
+    manifest = json.loads((tmp_path / "o" / MANIFEST).read_text())
+    assert manifest["shards"] == {} and manifest["job"]["inputs"] == [str(empty)]
+    not_a_model = tmp_path / "not-a-model"
+    not_a_model.mkdir()
+    for args in ([str(model), str(tmp_path / "missing.txt")], [str(not_a_model), str(empty)]):
+        with pytest.raises(SystemExit) as exc:
+            main(["parse", *args, str(tmp_path / "failed"), "--no-progress"])
+        assert str(exc.value.code).startswith("error: ")
+        assert not (tmp_path / "failed").exists()
+
+
+def test_parse_writers_label_root_arcs_as_ud_does(tmp_path):
+    """A pipeline trained on spaCy-converted data calls its root ROOT: the
+    JSONL and CoNLL-U shards say root; a source path is no sentence id
+    (UD reserves '/')."""
+    from spacy_isbn.parsing.records import Record
+    from spacy_isbn.parsing.writers import conllu_lines, doc_json
+
+    doc = Doc(spacy.blank("en").vocab, words=["cats", "sleep"], heads=[1, 1], deps=["nsubj", "ROOT"])
+    record = Record(where="texts/a b.txt:3", words=["cats", "sleep"])
+    assert doc_json(doc, record)["deps"] == ["nsubj", "root"]
+    text = "\n".join(conllu_lines(doc, record)) + "\n"
+    assert "# sent_id = texts%2Fa%20b.txt:3#1\n" in text and "\t0\troot\t" in text
+    assert conllu_problems(text) == []

@@ -14,7 +14,7 @@ TAGS = {"the": "DT", "a": "DT", "dog": "NN", "cat": "NN", "man": "NN", "dogs": "
         "sleep": "VBP", "big": "JJ", "old": "JJ", ".": "."}
 
 
-def tagged_examples(nlp, n_docs, seed=0):
+def tagged_examples(nlp, n_docs, seed=0, root_label="root"):
     rng = numpy.random.RandomState(seed)
     out = []
     for _ in range(n_docs):
@@ -23,17 +23,19 @@ def tagged_examples(nlp, n_docs, seed=0):
             sent_words, sent_heads, sent_deps = SENTENCES[i]
             heads += [h + len(words) for h in sent_heads]
             words += sent_words
-            deps += sent_deps
+            deps += [root_label if d == "root" else d for d in sent_deps]
         gold = Doc(nlp.vocab, words=words, heads=heads, deps=deps,
                    tags=[TAGS[w] for w in words])
         out.append(Example(Doc(nlp.vocab, words=words), gold))
     return out
 
 
-def reranked_pipeline(window_size=None):
+def reranked_pipeline(window_size=None, root_label="root", free_end=False):
     """tok2vec, tagger, a conditional isbn_parser (per-sentence k best) and
     the generative isbn_reranker, trained together on tiny docs;
-    ``window_size``: the tok2vec's (None: tok2vec_config's)."""
+    ``window_size``: the tok2vec's (None: tok2vec_config's); ``root_label``:
+    the training trees' (``spacy convert`` gives ROOT); ``free_end``: the
+    parser's (configs/ewt.cfg's is true)."""
     nlp = spacy.blank("en")
     tok2vec = tok2vec_config(32)
     if window_size is not None:
@@ -44,10 +46,11 @@ def reranked_pipeline(window_size=None):
         "tok2vec": tok2vec_config(32, listener=True)}})
     config = parser_config(listener=True, width=32, beam_width=4)
     config["sentence_kbest"] = True
+    config["free_end"] = free_end
     nlp.add_pipe("isbn_parser", config=config)
     nlp.add_pipe("isbn_reranker", config={"rerank_weight": 0.5, "model": {
         "@architectures": "spacy_isbn.ISBNParser.v1", "hidden_width": 12, "init_scale": 0.5}})
-    egs = tagged_examples(nlp, 16)
+    egs = tagged_examples(nlp, 16, root_label=root_label)
     optimizer = nlp.initialize(lambda: egs)
     optimizer.learn_rate = 0.01
     for _ in range(40):

@@ -15,7 +15,7 @@ TAG_TOP_K_HELP = "tags (and morphological bundles per tag) expanded per word"
 def surprisal_cli(
     model: Path = Arg(..., help="a saved pipeline with a generative ISBN (isbn_reranker or isbn_parser)"),
     input: Path = Arg(..., help="plain text (a sentence per line) or CoNLL-U (.conllu, its words)"),
-    output: Path = Arg(..., help="the TSV to write: sentence_id token_id token surprisal"),
+    output: Path = Arg(..., help="the TSV to write: sentence_id (the sentence's number; blank lines do not count) token_id token surprisal"),
     input_format: str = Opt("auto", "--input-format", help="auto (by suffix), text or conllu"),
     beam_width: int = Opt(10, "--beam-width", help=BEAM_HELP),
     tag_top_k: int = Opt(20, "--tag-top-k", help=TAG_TOP_K_HELP),

@@ -5,6 +5,7 @@
     spacy-isbn package training/ewt/model-best packages --name isbn_ewt --metrics metrics/raw_ewt.json
     pip install packages/en_isbn_ewt-0.1.0
 """
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -45,16 +46,18 @@ def package(model: Path, output_dir: Path, name: str, version: str,
                  "url": "https://github.com/spacy-isbn/spacy-isbn", "license": "MIT"})
     if metrics is not None:
         meta.setdefault("performance", {}).update(shipped_scores(require(metrics, "metrics JSON")))
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    meta_path = output_dir / f"meta_{name}.json"
-    srsly.write_json(meta_path, meta)
     formats = {f.strip() for f in build.split(",") if f.strip()}
     if not formats <= {"sdist", "wheel", "none"}:
         raise CliError(f"--build {build!r}: sdist and/or wheel, or none")
-    spacy_package(model, output_dir, meta_path=meta_path, name=name, version=version,
-                  create_sdist="sdist" in formats, create_wheel="wheel" in formats,
-                  force=True, silent=False)
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    # spacy package reads the meta from a file: a temporary one, not left beside the package
+    with tempfile.TemporaryDirectory() as tmp:
+        meta_path = Path(tmp) / "meta.json"
+        srsly.write_json(meta_path, meta)
+        spacy_package(model, output_dir, meta_path=meta_path, name=name, version=version,
+                      create_sdist="sdist" in formats, create_wheel="wheel" in formats,
+                      force=True, silent=False)
     path = output_dir / f"{meta['lang']}_{name}-{version}"
     print(f"{model} -> {path}")
     return path

@@ -189,7 +189,7 @@ def evaluate(
     })
     if conll_out is not None:  # both files written whole, the metrics last
         fmt = "conllx" if str(conll_out).endswith((".conll", ".conllx")) else "conllu"
-        docs_to_conll(preds, conll_out, fmt=fmt)
+        docs_to_conll(preds, conll_out, fmt=fmt, keep_enhanced=False)  # predicted trees
     write_json(output, result)
     shown = {k: result[k] for k in ("las", "uas", "words_per_second")}
     if "conll18" in result:

@@ -25,6 +25,7 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
 from .files import CorpusFormatError, atomic_open, text_lines
+from .ud import escape_spaces, file_label, ud_feats
 
 FORMATS = ("conllu", "conllx")
 # token.tag_ [+ the column kept as a morphological feature], see the module docstring
@@ -380,28 +381,35 @@ def convert(input_path, output_path, *, n_sents: int = 10, fmt: str = "auto", la
     return len(sentences)
 
 
-def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu") -> int:
+def docs_to_conll(docs: Iterable[Doc], output_path, *, fmt: str = "conllu",
+                  keep_enhanced: bool = True) -> int:
     """Write the docs' current parse as CoNLL, restoring the other columns from user_data;
     return the number of sentences written.  One block per sentence as isbn_parser found it
     (``doc._.isbn_sentences``: a multi-root sentence stays one block, though spaCy starts a
-    sentence at each root), else per original sentence (user_data), else per ``doc.sents``."""
+    sentence at each root), else per original sentence (user_data), else per ``doc.sents``.
+    ``keep_enhanced``: write the input's DEPS and empty nodes (CoNLL-X: PHEAD and PDEPREL),
+    which describe the input's own trees; False for predicted trees, which get ``_`` there
+    (as UDPipe writes)."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be 'conllu' or 'conllx', not {fmt!r}")
     count = 0
     with atomic_open(output_path, "w") as out:
         for doc in docs:
-            for _, lines in conll_blocks(doc, fmt, count + 1):
+            for _, lines in conll_blocks(doc, fmt, count + 1, keep_enhanced):
                 count += 1
                 out.write("\n".join(lines) + "\n\n")
     return count
 
 
-def conll_blocks(doc: Doc, fmt: str = "conllu", first_number: int = 1) -> Iterator[tuple[Span, list[str]]]:
+def conll_blocks(doc: Doc, fmt: str = "conllu", first_number: int = 1,
+                 keep_enhanced: bool = True) -> Iterator[tuple[Span, list[str]]]:
     """Per sentence of ``doc`` as :func:`docs_to_conll` writes it: its span
     and its lines (sentences numbered from ``first_number`` where the input
-    gave no ``# sent_id``)."""
+    gave no ``# sent_id``); a sentence of whitespace only has no word to write."""
     for k, (span, record, own) in enumerate(_doc_blocks(doc, fmt)):
-        yield span, _sentence_lines(span, record, fmt, first_number + k, own)
+        lines = _sentence_lines(span, record, fmt, first_number + k, own, keep_enhanced)
+        if any(not line.startswith("#") for line in lines):
+            yield span, lines
 
 
 def _doc_blocks(doc: Doc, fmt: str) -> Iterator[tuple[Span, dict | None, bool]]:
@@ -450,14 +458,16 @@ def _record_slice(original: list[tuple[int, int]], records: list[dict], start: i
 
 
 def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
-                    own: bool = True) -> list[str]:
+                    own: bool = True, enhanced: bool = True) -> list[str]:
     """The lines of one sentence as parsed.  What came with the input stays
     only where it still fits the predicted sentence (``own``: the input
-    sentence had the same tokens): its comments (``# text`` regenerated) and
-    its DEPS where every head they name exists (else ``_``).  A sentence
+    sentence had the same tokens): its comments (``# text`` regenerated) and,
+    with ``enhanced`` (see :func:`docs_to_conll`), its empty nodes and its
+    DEPS where every head they name exists (else ``_``).  A sentence
     without them gets ``# sent_id = number`` and its ``# text``, so the
     CoNLL-U stays valid."""
     from_input = own and record is not None
+    enhanced = enhanced and from_input
     # the words: a Doc's whitespace tokens are no words, they go into MISC (SpacesAfter)
     words = list(span) if from_input or record is not None else [t for t in span if not t.is_space]
     n = len(words)
@@ -472,7 +482,9 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     multiword: dict[int, tuple[int, str, str]] = {}
     empty: dict[int, list[str]] = {}
     if fmt == "conllu":
-        text = " ".join(span.text.split())  # one line
+        # one line: the words, one space wherever whitespace follows one (a word's own is kept)
+        text = "".join(w.text + (" " if k + 1 < n and (w.whitespace_ or words[k + 1].i > w.i + 1)
+                                 else "") for k, w in enumerate(words))
         # the input sentence's comments (its text regenerated), else an id and the text
         comments = [c if not c.startswith("# text =") else f"# text = {text}"
                     for c in (record.get("comments", []) if from_input else [])]
@@ -482,7 +494,7 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
             comments.append(f"# text = {text}")
         lines += comments
         multiword = {first: (last, form, misc) for first, last, form, misc in record.get("multiword", [])}
-        for line in record.get("empty", []):
+        for line in record.get("empty", []) if enhanced else ():
             empty.setdefault(int(line.split(".", 1)[0]), []).append(line)
     # the node ids a DEPS head may name: ROOT, the words, the empty nodes
     nodes = {str(k) for k in range(n + 1)} | {line.split("\t", 1)[0] for lines in empty.values()
@@ -494,15 +506,14 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
             last, form, misc = multiword[i]
             lines.append("\t".join([f"{i + 1}-{last + 1}", form] + ["_"] * 7 + [misc]))
         head_id = word_id.get(token.head.i, 0) if token.head.i != token.i else 0
-        deprel = token.dep_ or "_"
+        # UD's root, whatever the model calls it
+        deprel = (file_label(token.dep_, head_id == 0) if fmt == "conllu" else token.dep_) or "_"
         # DEPS (CoNLL-X: PHEAD, with PDEPREL in MISC) name nodes of the input sentence
-        deps, misc = (record["deps"][i], record["misc"][i]) if own else ("_", "_")
+        deps = record["deps"][i] if enhanced else "_"
         if deps != "_" and not all(h.partition(":")[0] in nodes for h in deps.split("|")):
             deps = "_"
-        if fmt == "conllu" and not own:
-            misc = record["misc"][i]  # SpaceAfter and the like belong to the token
-        elif fmt == "conllx" and deps == "_":
-            misc = "_"
+        # CoNLL-U: SpaceAfter and the like belong to the token
+        misc = "_" if fmt == "conllx" and deps == "_" else record["misc"][i]
         lines.append(
             "\t".join(
                 [
@@ -523,9 +534,6 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     return lines
 
 
-_SPACE_ESCAPES = str.maketrans({"\\": "\\\\", " ": "\\s", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-
-
 def _spacing(token, fmt: str) -> str:
     """MISC's note of what follows a word: ``_`` (one space), ``SpaceAfter=No``,
     or ``SpacesAfter=`` the escaped spacing (the whitespace tokens after it
@@ -538,7 +546,7 @@ def _spacing(token, fmt: str) -> str:
         k += 1
     if fmt != "conllu" or after == " " or k >= len(doc) and not after.strip(" "):
         return "_"
-    return "SpaceAfter=No" if not after else "SpacesAfter=" + after.translate(_SPACE_ESCAPES)
+    return "SpaceAfter=No" if not after else "SpacesAfter=" + escape_spaces(after)
 
 
 def _columns_from_tokens(words, fmt: str) -> dict:
@@ -552,7 +560,8 @@ def _columns_from_tokens(words, fmt: str) -> dict:
         columns["lemma"].append(token.lemma_ or "_")
         columns["upos"].append(upos or "_")
         columns["xpos"].append(xpos or "_")
-        columns["feats"].append(morph_from_spacy(feats) or "_")
+        feats = morph_from_spacy(feats)
+        columns["feats"].append((ud_feats(feats) if fmt == "conllu" else feats) or "_")
         columns["deps"].append("_")
         columns["misc"].append(_spacing(token, fmt))
     return columns

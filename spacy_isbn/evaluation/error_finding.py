@@ -32,6 +32,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..corpus.conll import ConllSentence, morph_for_spacy
+from ..corpus.ud import ROOT_SPELLINGS, UD_ROOT, model_labels
 from ..pipes.base import write_trees
 from ..errors import UserError, require_component
 
@@ -49,11 +50,12 @@ def sentence_id(sent: ConllSentence, number: int) -> str:
 
 
 def tagged_docs(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "pipeline",
-                batch_size: int = 64) -> List[Doc]:
+                batch_size: int = 64, root_label: Optional[str] = None) -> List[Doc]:
     """One Doc per sentence: its words as one sentence, tagged by the
     pipeline's components in front of its parsers (``tags = "pipeline"``) or
     with the file's tags (``"gold"``: only a tok2vec runs), and its
-    annotated tree."""
+    annotated tree, its root arcs labelled ``root_label`` (the model's, so
+    that UD's ``root`` and spaCy's ``ROOT`` compare equal to it)."""
     if tags not in TAG_SOURCES:
         raise UserError(f"tags {tags!r}: one of {', '.join(TAG_SOURCES)}")
     docs = []
@@ -71,8 +73,18 @@ def tagged_docs(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "
     with nlp.select_pipes(disable=off):
         docs = list(nlp.pipe(docs, batch_size=batch_size))
     for doc, sent in zip(docs, sentences):
-        write_trees(doc, annotated_heads(sent), list(sent.deprels))
+        heads = annotated_heads(sent)
+        labels = list(sent.deprels) if root_label is None else model_labels(heads, sent.deprels,
+                                                                            root_label)
+        write_trees(doc, heads, labels)
     return docs
+
+
+def file_root(sent: ConllSentence) -> str:
+    """How the file labels root arcs: as this sentence's root (UD ``root``,
+    DDT ``ROOT``), else UD's ``root``."""
+    label = sent.deprels[sent.heads.index(0)]
+    return label if label in ROOT_SPELLINGS else UD_ROOT
 
 
 def annotated_heads(sent: ConllSentence) -> numpy.ndarray:
@@ -100,7 +112,7 @@ def score_treebank(nlp: Language, sentences: Sequence[ConllSentence], tags: str 
     """Per sentence: its id, log-prob, why it is -inf (else ""), and per
     word (id, form, head, label, the word's part of the log-prob)."""
     pipe = scoring_pipe(nlp, where, component)
-    docs = tagged_docs(nlp, sentences, tags)
+    docs = tagged_docs(nlp, sentences, tags, root_label=pipe._root_label)
     out = []
     for number, (sent, (doc,)) in enumerate(zip(sentences, ([d] for d in docs)), start=1):
         ((_, _, score),) = pipe.doc_tree_scores([doc])[0]
@@ -169,7 +181,7 @@ def find_errors(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "
     the root; -1: none), score; sentences: sent_id, score, candidates,
     reason (why the annotated tree is underivable, else "")."""
     parser, reranker = _pipes(nlp, where)
-    docs = tagged_docs(nlp, sentences, tags, batch_size)
+    docs = tagged_docs(nlp, sentences, tags, batch_size, root_label=reranker._root_label)
     arcs, sents = [], []
     for start in range(0, len(docs), batch_size):
         batch = docs[start: start + batch_size]
@@ -192,7 +204,9 @@ def find_errors(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "
                 arcs.append({"sent_id": sid, "index": start + k, "id": i + 1, "form": sent.words[i],
                              "head": sent.heads[i], "deprel": sent.deprels[i],
                              "suggested_head": -1 if head < 0 else (0 if head == i else head + 1),
-                             "suggested_deprel": label, "score": score})
+                             # a root arc as the file spells it
+                             "suggested_deprel": file_root(sent) if head == i else label,
+                             "score": score})
     arcs.sort(key=lambda a: -a["score"])
     sents.sort(key=lambda s: -s["score"])
     return arcs, sents

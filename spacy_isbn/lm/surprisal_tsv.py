@@ -1,6 +1,8 @@
 """Word-by-word surprisal of sentences in lm-zoo's ``get-surprisals`` format:
 a TSV with the header ``sentence_id token_id token surprisal`` (ids from 1,
 surprisal in bits) and one more row per sentence for its end, token ``</s>``.
+``sentence_id`` numbers the sentences, as lm-zoo does, not the input's lines:
+a blank line is no sentence and takes no number.
 Sentences are read one per line of plain text (tokenized by the pipeline) or
 from CoNLL-U (its words); each is scored on its own, as lm-zoo does."""
 from pathlib import Path

@@ -111,9 +111,20 @@ def run_parse(job: ParseJob, nlp=None, progress: Union[bool, IO] = True, engine:
     when None, each loading the pipeline once); shards, manifest, rejects and
     output are the same."""
     output = Path(job.output)
-    output.mkdir(parents=True, exist_ok=True)
-    manifest = _load_manifest(job)
     files = input_files(job.inputs)
+    created = not output.exists()
+    output.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run(job, output, files, nlp, progress, engine, address, workers)
+    except BaseException:
+        if created and not any(output.iterdir()):  # a failed run leaves no empty directory
+            output.rmdir()
+        raise
+
+
+def _run(job: ParseJob, output: Path, files: List[Path], nlp, progress, engine: str,
+         address: Optional[str], workers: int) -> dict:
+    manifest = _load_manifest(job)
     bytes_read = BytesRead(files)
     items = read_records(files, job.input_format, job.text_unit, job.max_chars, bytes_read)
     done_before = len(manifest["shards"])
@@ -156,6 +167,7 @@ def run_parse(job: ParseJob, nlp=None, progress: Union[bool, IO] = True, engine:
         bytes_done = shard_ends[k]
         seconds = time.perf_counter() - start
         bar.set_postfix_str(f"{parsed_docs} docs, {parsed_words / max(seconds, 1e-9):.0f} words/s")
+    write_json(output / MANIFEST, manifest)  # also when the input held no record
     bar.update(bytes_read.position - bytes_done)  # all read: the last shard may end before EOF
     bytes_done = bytes_read.position
     bar.close()

@@ -153,11 +153,9 @@ def make_isbn_parser(
     searched in pieces side by side (0: never); sentence_kbest: the
     conditional model searches each sentence it found again on its own, for
     per-sentence k-best lists (what ``isbn_reranker`` reranks); free_end:
-    the conditional model may end a sentence after any word where it
-    decides the end (trained so, its headless words then attached to the
-    sentence's root), instead of only once the sentence's tree is complete;
-    where the end is known (set on the Doc, the second pass) the tree is
-    completed; boundary_beam: with
+    the conditional model may end a sentence after any word, its headless
+    words then attached to its root (where a sentence must end, e.g. at the
+    512-word cap, its tree is completed); boundary_beam: with
     sentence_kbest, the beam of the pass that finds the sentences (0: beam_width);
     confidence_temperature: divides the beam's scores before the softmax
     that weighs its analyses for the arc probabilities; outside_agreement:

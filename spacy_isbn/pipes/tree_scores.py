@@ -18,6 +18,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 import numpy
 from spacy.tokens import Doc
 
+from ..corpus.ud import model_labels
 from ..model.derivation import Derivation, DerivationBatch, chain_derivations, place_tokens, word_batches
 from ..model.isbn import HEADS
 from ..transitions.arc_eager import sentence_spans_from_heads
@@ -132,7 +133,8 @@ class TreeScores:
         local = [h - start for h in heads]
         if not all(0 <= h < n for h in local):
             return None, "a word is headed outside its sentence or by whitespace"
-        oracle = self._oracle_tree(local, list(labels))
+        # a root arc spelled UD's way or spaCy's is the model's root arc
+        oracle = self._oracle_tree(local, model_labels(local, labels, self._root_label))
         if oracle is None:
             return None, "more than one root (the model allows one: multiroot = false)"
         label_ids = [self.lexicon.label_ids.get(x, -1) for x in oracle[1]]

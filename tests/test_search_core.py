@@ -3,7 +3,7 @@ state-pool compaction, and configurations that share nothing."""
 import numpy
 import pytest
 
-from spacy_isbn.pipes.isbn_parser import doc_pieces
+from spacy_isbn.pipes.base import doc_pieces
 from spacy_isbn.search import lockstep
 from spacy_isbn.transitions._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
 from spacy_isbn.transitions.arc_eager import (

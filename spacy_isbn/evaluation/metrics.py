@@ -28,9 +28,12 @@ with full precision.  Empty denominators give ``0.0`` (never a
 from __future__ import annotations
 
 import unicodedata
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from spacy import util
+from spacy.scorer import Scorer
 from spacy.tokens import Doc
+from spacy.training import Example
 
 __all__ = [
     "PUNCT_RULES",
@@ -403,3 +406,26 @@ def las_uas_by_label(examples: Iterable, punct: str = "auto") -> dict:
         lab: {"las": _pct(c[2], c[0]), "uas": _pct(c[1], c[0]), "count": c[0]}
         for lab, c in sorted(acc.items())
     }
+
+
+PUNCT_LABELS = ("p", "punct", "pnct")
+
+
+def parser_score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
+    """The parsers' scorer in training (spaCy's ``Scorer``): dep_uas/dep_las
+    (punctuation labels excluded, as spaCy's parser) and sents_*."""
+    def dep_getter(token, attr):
+        return token.vocab.strings.as_string(getattr(token, attr)).lower()
+
+    examples = list(examples)
+    results = Scorer.score_spans(examples, "sents", **kwargs)
+    kwargs.setdefault("getter", dep_getter)
+    kwargs.setdefault("ignore_labels", PUNCT_LABELS)
+    results.update(Scorer.score_deps(examples, "dep", **kwargs))
+    results.pop("sents_per_type", None)
+    return results
+
+
+@util.registry.scorers("spacy_isbn.parser_scorer.v1")
+def make_parser_scorer() -> Callable:
+    return parser_score

@@ -122,6 +122,30 @@ class DocWords:
         return first, last, word_heads.tolist(), numpy.array(labels, dtype=object)[rows].tolist()
 
 
+SENTENCE_FINAL = frozenset((".", "!", "?", "...", "\u2026", "\u3002", "\uff01", "\uff1f"))
+
+
+def doc_pieces(words: List[str], ends: List[Optional[bool]], length: int) -> List[Tuple[int, int]]:
+    """(start, end) of the pieces a doc is searched in: the whole doc, or if
+    ``length`` > 0, pieces cut once they have ``length`` tokens at the first
+    known sentence end (``ends[i]`` True) or sentence-final punctuation where
+    the model would decide (``ends[i]`` None), or at any such token once
+    they have twice that.  ``ends[i]``: may a sentence end after token i."""
+    n = len(words)
+    if length <= 0 or n <= length:
+        return [(0, n)]
+    out, start = [], 0
+    for i in range(n - 1):
+        size = i + 1 - start
+        if size < length or ends[i] is False:
+            continue
+        if ends[i] is True or words[i] in SENTENCE_FINAL or size >= 2 * length:
+            out.append((start, i + 1))
+            start = i + 1
+    out.append((start, n))
+    return out
+
+
 class Part(NamedTuple):
     """One part of a component's saved state: its value (msgpack-able), how
     to set it back, and the format of its file (a key of ``WRITERS``)."""

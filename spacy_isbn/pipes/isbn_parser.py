@@ -46,16 +46,15 @@ them when the Doc has them and tags jointly when it has not.
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
-from spacy import util
 from spacy.attrs import DEP, HEAD, IS_SPACE, LOWER, MORPH, POS, TAG
 from spacy.language import Language
-from spacy.scorer import Scorer
 from spacy.tokens import Doc, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..corpus.conll import SENTENCES_KEY
+from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
 from ..model.derivation import Derivation, chain_derivations, place_tokens
 from ..model.features import JointTables, parse_templates
@@ -66,7 +65,7 @@ from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
 )
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
-from .base import DocWords, ISBNPipe, write_trees
+from .base import DocWords, ISBNPipe, doc_pieces, write_trees
 from .projectivity import deprojectivize, projectivize
 from .surprisal import WordSurprisal
 from .tree_scores import TreeScores
@@ -83,9 +82,6 @@ init_scale = 0.1
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 TAGGING_MODES = ("auto", "pipeline", "joint")
 CACHE_SIZE = 50000  # derivations kept between updates (tags predicted in training change)
-PUNCT_LABELS = ("p", "punct", "pnct")
-
-
 @Language.factory(
     "isbn_parser",
     # tags and morphology only when it tags jointly
@@ -173,49 +169,6 @@ def make_isbn_parser(
         confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
         explore_rate=explore_rate, explore_warmup=explore_warmup, scorer=scorer,
     )
-
-
-def parser_score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
-    """dep_uas/dep_las (punctuation labels excluded, as spaCy's parser) and sents_*."""
-    def dep_getter(token, attr):
-        return token.vocab.strings.as_string(getattr(token, attr)).lower()
-
-    examples = list(examples)
-    results = Scorer.score_spans(examples, "sents", **kwargs)
-    kwargs.setdefault("getter", dep_getter)
-    kwargs.setdefault("ignore_labels", PUNCT_LABELS)
-    results.update(Scorer.score_deps(examples, "dep", **kwargs))
-    results.pop("sents_per_type", None)
-    return results
-
-
-SENTENCE_FINAL = frozenset((".", "!", "?", "...", "\u2026", "\u3002", "\uff01", "\uff1f"))
-
-
-def doc_pieces(words: List[str], ends: List[Optional[bool]], length: int) -> List[Tuple[int, int]]:
-    """(start, end) of the pieces a doc is searched in: the whole doc, or if
-    ``length`` > 0, pieces cut once they have ``length`` tokens at the first
-    known sentence end (``ends[i]`` True) or sentence-final punctuation where
-    the model would decide (``ends[i]`` None), or at any such token once
-    they have twice that.  ``ends[i]``: may a sentence end after token i."""
-    n = len(words)
-    if length <= 0 or n <= length:
-        return [(0, n)]
-    out, start = [], 0
-    for i in range(n - 1):
-        size = i + 1 - start
-        if size < length or ends[i] is False:
-            continue
-        if ends[i] is True or words[i] in SENTENCE_FINAL or size >= 2 * length:
-            out.append((start, i + 1))
-            start = i + 1
-    out.append((start, n))
-    return out
-
-
-@util.registry.scorers("spacy_isbn.parser_scorer.v1")
-def make_parser_scorer() -> Callable:
-    return parser_score
 
 
 register_extensions()

@@ -32,7 +32,8 @@ from thinc.api import Model
 from ..transitions.arc_eager import sentence_spans_from_heads
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import write_trees
-from .isbn_parser import DEFAULT_MODEL, ISBNParser, parser_score
+from ..evaluation.metrics import parser_score
+from .isbn_parser import DEFAULT_MODEL, ISBNParser
 
 
 @Language.factory(

@@ -31,7 +31,7 @@ from spacy.tokens import Doc
 from ..errors import UserError
 from ..model.scorer import ISBNScorer
 from ..search.beam import BeamSearch
-from .base import DocWords
+from .base import DocWords, doc_pieces
 
 LN2 = math.log(2.0)
 
@@ -45,8 +45,6 @@ class WordSurprisal:
         """Write each doc's word surprisals (see the module).  Sentences set
         on a doc are kept (its ends are then counted), elsewhere the beam sums
         over ending a sentence or not; the doc's own tags are not read."""
-        from .isbn_parser import doc_pieces
-
         if not self.generative:
             raise UserError(f"{self.name}: surprisal needs a generative model "
                             "(objective = 'generative'), such as isbn_reranker's")

@@ -128,13 +128,15 @@ def test_the_reranker_weighs_candidates_by_the_combined_score(pipelines):
     with nlp.select_pipes(disable=["isbn_reranker"]):
         doc = nlp("the dog barks . a cat sees the dog .")
     [cands] = reranker.candidates([doc])
-    weight = reranker.cfg["rerank_weight"]
+    weights = reranker.weights
+    weight = weights[1]
     reranker.cfg.update(confidence_temperature=2.0, outside_agreement=0.5)
     try:
-        reranker.annotate([doc], [cands], weight)
+        reranker.annotate([doc], [cands], weights)
     finally:
         reranker.cfg.update(confidence_temperature=1.0, outside_agreement=1.0)
-    for (start, end, heads, labels, cond, gen), order in zip(cands.entries, cands.choose(weight)):
+    for (start, end, heads, labels, feats), order in zip(cands.entries, cands.choose(weights)):
+        cond, gen = feats[:, 0], feats[:, 1]
         covered = numpy.exp(numpy.logaddexp.reduce(cond))
         assert 0 < covered < 1
         head, dep = arc_marginals(cond + weight * gen, heads, labels, int(order[0]), 2.0,

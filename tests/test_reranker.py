@@ -1,6 +1,7 @@
 """isbn_reranker: the generative ISBN reranking a conditional isbn_parser's k best."""
 import numpy
 import pytest
+import srsly
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -111,12 +112,12 @@ def test_weight_zero_keeps_the_conditional_choice(pipeline):
     with nlp.select_pipes(disable=["isbn_reranker"]):
         conditional = nlp(text)
     cands = reranker.candidates([conditional])
-    reranker.annotate([conditional], cands, 0.0)
+    reranker.annotate([conditional], cands, numpy.array([1.0, 0.0, 0.0, 0.0]))
     with nlp.select_pipes(disable=["isbn_reranker"]):
         again = nlp(text)
     assert [t.head.i for t in conditional] == [t.head.i for t in again]
     # a large weight follows the generative scores alone
-    reranker.annotate([conditional], cands, 1e6)
+    reranker.annotate([conditional], cands, numpy.array([1.0, 1e6, 0.0, 0.0]))
     for start, end, analyses in conditional._.isbn_kbest:
         gen = [a[0] for a in analyses]
         assert gen[0] == max(gen)
@@ -151,11 +152,43 @@ def test_rerank_weight_is_chosen_on_dev_and_saved(pipeline, tmp_path):
     nlp, egs = pipeline
     nlp.to_disk(tmp_path / "nlp")
     DocBin(docs=[eg.reference for eg in egs[:6]]).to_disk(tmp_path / "dev.spacy")
-    result = rerank_weight(tmp_path / "nlp", tmp_path / "dev.spacy", [2.0, 0.0, 0.5])
-    best = result["rerank_weight"]
-    assert result["dev_las"][str(best)] == max(result["dev_las"].values())
-    loaded = spacy.load(tmp_path / "nlp")
-    assert loaded.get_pipe("isbn_reranker").cfg["rerank_weight"] == best
+    result = rerank_weight(tmp_path / "nlp", tmp_path / "dev.spacy", [2.0, 0.0, 0.5],
+                           metrics_out=tmp_path / "rerank.json")
+    assert result["rerank_weight"] in (2.0, 0.0, 0.5)
+    las = result["las"]
+    assert set(las) == {"conditional", "rerank_weight", "log-linear"}
+    assert max(las.values()) <= result["oracle_las"]
+    assert result["oracle_gap_closed"]["conditional"] == 0.0
+    loaded = spacy.load(tmp_path / "nlp").get_pipe("isbn_reranker")
+    assert loaded.cfg["rerank_weight"] == result["rerank_weight"]
+    assert loaded.cfg["rerank_features"] == result["rerank_features"]
+    assert list(loaded.weights) == list(result["weights"].values())
+    assert srsly.read_json(tmp_path / "rerank.json")["las"] == pytest.approx(las)
+
+
+def test_fitted_weights_choose_the_best_candidates():
+    """Coordinate ascent finds weights under which the better candidate wins
+    where the conditional score alone picks the worse: here where the
+    generative structure score agrees with the gold."""
+    from spacy_isbn.evaluation.reranking import fit_weights, report, total_correct
+
+    rng = numpy.random.RandomState(0)
+    entries = []
+    for _ in range(40):
+        correct = rng.randint(0, 10, size=4)
+        feats = numpy.zeros((4, 4))
+        feats[:, 0] = -rng.uniform(0, 1, 4)  # uninformative
+        feats[:, 1] = -50.0 + 0.1 * rng.normal(size=4)
+        feats[:, 2] = correct - 10.0  # informative
+        feats[int(numpy.argmax(feats[:, 0])), 3] = 1.0
+        entries.append((feats, correct))
+    start = numpy.array([1.0, 0.0, 0.0, 0.0])
+    fitted = fit_weights(entries, start, {1: (0.0, 0.5, 1.0), 2: (0.0, 0.5, 1.0, 2.0)})
+    assert fitted[2] > 0
+    oracle = sum(int(c.max()) for _, c in entries)
+    assert total_correct(entries, fitted) == oracle > total_correct(entries, start)
+    result = report(entries, {"conditional": start, "fitted": fitted}, n_arcs=400)
+    assert result["oracle_gap_closed"]["fitted"] == pytest.approx(1.0)
 
 
 def test_raw_benchmark_runs_each_setting(pipeline, tmp_path):

@@ -71,14 +71,23 @@ def _save_setting(model: Path, names: Sequence[str], key: str, value) -> None:
         cfg[key] = value
         write_json(cfg_path, cfg)
     config.to_disk(config_path)
-    print(f"{model}: {key} = {value:g}")
+    print(f"{model}: {key} = {value}")
 
 
-def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: int = 64) -> dict:
-    """Choose the ``isbn_reranker``'s weight (lambda in log P_cond + lambda
-    log P_gen) by LAS on ``dev`` as raw text, and save it with the pipeline.
-    The pipeline runs once; the candidates' scores do not depend on lambda."""
-    from spacy.training import Example
+def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: int = 64,
+                  metrics_out: Optional[Path] = None) -> dict:
+    """Fit the ``isbn_reranker``'s log-linear weights (lambda of log P_gen,
+    then with it the further features' :data:`FEATURES`) by the correct arcs
+    of the candidates they choose on the first half of ``dev`` as raw text
+    (lambda on the grid ``weights``), report them on the second half (LAS,
+    the oracle's, the share of the oracle gap closed) and save them with the
+    pipeline.  The pipeline runs once; the candidates' features do not
+    depend on the weights."""
+    import numpy
+
+    from ..evaluation.calibration import half_of
+    from ..evaluation.reranking import correct_arcs, fit_weights, report
+    from ..pipes.isbn_reranker import FEATURES
 
     nlp = spacy.load(require(model, "pipeline"))
     names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
@@ -89,20 +98,39 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
         raise CliError("give at least one weight")
     name = names[0]
     reranker = nlp.get_pipe(name)
-    refs = read_docbin(require(dev, "corpus"), nlp.vocab)
-    inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
-                               spaces=[bool(t.whitespace_) for t in d]) for d in refs]
-    with nlp.select_pipes(disable=[name]):
-        preds = list(nlp.pipe(inputs, batch_size=batch_size))
-    candidates = reranker.candidates(preds)
-    las = {}
-    for weight in weights:
-        reranker.annotate(preds, candidates, weight)
-        las[weight] = score_dependencies([Example(p, r) for p, r in zip(preds, refs)])["las"]
-        print(f"rerank_weight {weight:g}: dev LAS {las[weight]:.2f}")
-    best = max(weights, key=lambda w: las[w])  # the first of equals
-    _save_setting(Path(model), [name], "rerank_weight", best)
-    return {"rerank_weight": best, "dev_las": {str(w): v for w, v in las.items()}}
+    halves = {}
+    for half in ("first", "second"):
+        refs = half_of(read_docbin(require(dev, "corpus"), nlp.vocab), half)
+        inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
+                                   spaces=[bool(t.whitespace_) for t in d]) for d in refs]
+        with nlp.select_pipes(disable=[name]):
+            preds = list(nlp.pipe(inputs, batch_size=batch_size))
+        entries, n_arcs = [], 0
+        for ref, cands in zip(refs, reranker.candidates(preds)):
+            for start, _, heads, labels, feats in cands.entries:
+                counts = [correct_arcs(ref, start, h, lab) for h, lab in zip(heads, labels)]
+                entries.append((feats, numpy.array([c for c, _ in counts])))
+                n_arcs += counts[0][1]
+        halves[half] = (entries, n_arcs)
+    fit = halves["first"][0]
+    conditional = numpy.eye(len(FEATURES))[0]
+    single = fit_weights(fit, conditional, {1: weights})
+    signed = (-1.0, -0.75, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+    loglinear = fit_weights(fit, single, {1: weights, 2: signed, 3: (0.0, 0.5, 1.0, 2.0, 3.0, 5.0)})
+    held_out, n_arcs = halves["second"]
+    result = report(held_out, {"conditional": conditional, "rerank_weight": single,
+                               "log-linear": loglinear}, n_arcs)
+    result["weights"] = dict(zip(FEATURES, loglinear.tolist()))
+    for setting, las in result["las"].items():
+        print(f"{setting}: held-out dev LAS {las:.2f} "
+              f"(oracle gap closed {100 * result['oracle_gap_closed'][setting]:.1f}%)")
+    print(f"oracle: {result['oracle_las']:.2f}; weights {result['weights']}")
+    extra = {f: float(w) for f, w in zip(FEATURES[2:], loglinear[2:])}
+    _save_setting(Path(model), [name], "rerank_weight", float(loglinear[1]))
+    _save_setting(Path(model), [name], "rerank_features", extra)
+    if metrics_out is not None:
+        write_json(metrics_out, result)
+    return {"rerank_weight": float(loglinear[1]), "rerank_features": extra, **result}
 
 
 def evaluate(
@@ -315,10 +343,14 @@ def set_beam_cli(
 def rerank_weight_cli(
     model: Path = Arg(..., help="a saved pipeline with an isbn_reranker"),
     dev: Path = Arg(..., help="dev .spacy, parsed as raw text"),
-    weights: str = Opt("0,0.1,0.2,0.3,0.5,0.75,1,1.5,2,3,5", "--weights", help="comma-separated candidates"),
+    weights: str = Opt("0,0.1,0.2,0.3,0.5,0.75,1,1.5,2,3,5", "--weights",
+                       help="comma-separated candidates for the weight of log P_gen"),
+    metrics_out: Optional[Path] = Opt(None, "--metrics-out", help="the held-out report as JSON"),
 ):
-    """Choose isbn_reranker's weight on dev (raw text) and save it with the pipeline."""
-    rerank_weight(model, dev, numbers(weights, "--weights", float, minimum=0))
+    """Fit isbn_reranker's weights on the first half of dev (raw text), report
+    them on the second, and save them with the pipeline."""
+    rerank_weight(model, dev, numbers(weights, "--weights", float, minimum=0),
+                  metrics_out=metrics_out)
 
 
 @app.command("evaluate")

@@ -6,11 +6,15 @@ true``) reads contextual vectors with look-ahead and leaves each sentence's k
 best trees in ``doc._.isbn_kbest``.  This component is a generative
 ``isbn_parser`` (trained the same way, on the tags the pipeline predicts): it
 scores every candidate by its forced derivation, log P_gen(tree, words), and
-keeps per sentence the candidate with the highest
+keeps per sentence the candidate with the highest log-linear score
 
     log P_cond(tree | words) + rerank_weight * log P_gen(tree, words)
+      + sum of rerank_features[f] * f
 
-(``rerank_weight`` chosen on dev: ``spacy-isbn rerank-weight``).  What it
+over the further features ``FEATURES``: ``structure``, the part of log P_gen
+that is the decisions about the tree (the rest generates the words), and
+``conditional_best``, 1 for the conditional parser's own best tree (the
+weights fitted on dev: ``spacy-isbn rerank-weight``).  What it
 reports is generative and exact: ``doc._.isbn_logprob`` and
 ``span._.isbn_logprob`` are the log P(trees, words) of the returned trees
 (sentences chained as in training), ``doc._.isbn_kbest`` lists each
@@ -21,7 +25,7 @@ its whitespace tokens left out.  ``token._.isbn_head_prob`` and
 their combined score over ``confidence_temperature``, the list's
 conditional coverage and ``outside_agreement`` (:mod:`.arc_confidence`).
 """
-from typing import Callable, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy
 from spacy.language import Language
@@ -43,6 +47,7 @@ from .isbn_parser import DEFAULT_MODEL, ISBNParser
     default_config={
         "model": DEFAULT_MODEL,
         "rerank_weight": 1.0,
+        "rerank_features": {},
         "confidence_temperature": 1.0,
         "outside_agreement": 1.0,
         "multiroot": False,
@@ -55,10 +60,11 @@ from .isbn_parser import DEFAULT_MODEL, ISBNParser
                            "sents_p": None, "sents_r": None, "sents_f": 0.0},
 )
 def make_isbn_reranker(nlp: Language, name: str, model: Model, rerank_weight: float,
-                       confidence_temperature: float, outside_agreement: float,
+                       rerank_features: Dict[str, float], confidence_temperature: float, outside_agreement: float,
                        multiroot: bool, tag_attr: str, cutoff: int, max_batch_words: int,
                        scorer: Optional[Callable]) -> "ISBNReranker":
     """rerank_weight: lambda, the weight of log P_gen against log P_cond;
+    rerank_features: the weights of further features (``FEATURES``);
     confidence_temperature: divides the combined scores before the softmax
     that weighs the candidates for the arc probabilities; outside_agreement:
     how far an analysis outside the k best is taken to keep the chosen arcs
@@ -66,37 +72,48 @@ def make_isbn_reranker(nlp: Language, name: str, model: Model, rerank_weight: fl
     ``isbn_parser`` (the model must be generative; tags come from the
     pipeline's tagger and morphologizer)."""
     return ISBNReranker(nlp.vocab, model, name, rerank_weight=rerank_weight,
+                        rerank_features=rerank_features,
                         confidence_temperature=confidence_temperature,
                         outside_agreement=outside_agreement,
                         multiroot=multiroot, tag_attr=tag_attr, cutoff=cutoff,
                         max_batch_words=max_batch_words, scorer=scorer)
 
 
+# the reranker's features of a candidate, columns of ``Candidates`` entries
+FEATURES = ("conditional", "generative", "structure", "conditional_best")
+
+
 class Candidates:
     """One doc's candidates: per k-best entry (a sentence) its analyses'
-    heads, labels, conditional and generative log-probs."""
+    heads, labels and features (``FEATURES``, one row per analysis)."""
 
     __slots__ = ("entries",)
 
     def __init__(self, entries: List[tuple]):
-        # (start, end, heads, labels, cond_lp array, gen_lp array)
+        # (start, end, heads, labels, features (analyses, len(FEATURES)))
         self.entries = entries
 
-    def choose(self, weight: float) -> List[numpy.ndarray]:
+    def choose(self, weights: numpy.ndarray) -> List[numpy.ndarray]:
         """Per entry the candidates ordered by the combined score, best first."""
-        return [numpy.argsort(-_combined(cond, gen, weight), kind="stable")
-                for _, _, _, _, cond, gen in self.entries]
+        return [numpy.argsort(-combined(feats, weights), kind="stable")
+                for *_, feats in self.entries]
 
 
-def _combined(cond: numpy.ndarray, gen: numpy.ndarray, weight: float) -> numpy.ndarray:
-    """log P_cond + weight * log P_gen; a tree the generative model cannot
-    derive (-inf) is last unless the weight is 0."""
-    return cond if weight == 0 else cond + weight * gen
+def combined(features: numpy.ndarray, weights: numpy.ndarray) -> numpy.ndarray:
+    """The log-linear score of each candidate (rows of ``features``); a
+    feature with weight 0 is not read, and a tree the generative model
+    cannot derive (-inf) is last unless its scores are not read."""
+    used = numpy.flatnonzero(weights)
+    values = features[:, used]
+    finite = numpy.isfinite(values).all(axis=1)
+    return numpy.where(finite, numpy.where(finite[:, None], values, 0.0) @ weights[used],
+                       -numpy.inf)
 
 
 class ISBNReranker(ISBNParser):
     def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_reranker", *,
-                 rerank_weight: float = 1.0, confidence_temperature: float = 1.0,
+                 rerank_weight: float = 1.0, rerank_features: Optional[Dict[str, float]] = None,
+                 confidence_temperature: float = 1.0,
                  outside_agreement: float = 1.0,
                  multiroot: bool = False, tag_attr: str = "tag",
                  cutoff: int = 5, max_batch_words: int = 2000,
@@ -108,7 +125,19 @@ class ISBNReranker(ISBNParser):
         if not self.generative:
             raise ValueError(f"{name}: the reranker's model must be generative "
                              "(objective = 'generative')")
+        unknown = set(rerank_features or {}) - set(FEATURES[2:])
+        if unknown:
+            raise ValueError(f"{name}: rerank_features {sorted(unknown)}: the features are "
+                             f"{', '.join(FEATURES[2:])}")
         self.cfg["rerank_weight"] = float(rerank_weight)
+        self.cfg["rerank_features"] = {k: float(v) for k, v in (rerank_features or {}).items()}
+
+    @property
+    def weights(self) -> numpy.ndarray:
+        """The weights of ``FEATURES``: 1, rerank_weight, rerank_features."""
+        extra = self.cfg.get("rerank_features", {})
+        return numpy.array([1.0, self.cfg["rerank_weight"]] + [extra.get(f, 0.0)
+                                                               for f in FEATURES[2:]])
 
     def candidates(self, docs: Iterable[Doc]) -> List[Candidates]:
         """Every doc's k-best trees from the parser in front, each scored by
@@ -128,14 +157,19 @@ class ISBNReranker(ISBNParser):
                     spans = sentence_spans_from_heads([h - start for h in heads])
                     items.append((doc, [(start + s, start + e, heads[s:e], labels[s:e])
                                         for s, e in spans]))
-        scores = self.tree_logprobs(items)
+        scores = self.tree_scores(items)
         out, i = [], 0
         for doc in docs:
             entries = []
             for start, end, analyses in doc._.isbn_kbest or ():
-                gen = numpy.array([scores[i + k].sum() for k in range(len(analyses))])
+                feats = numpy.zeros((len(analyses), len(FEATURES)))
+                feats[:, 0] = [a[0] for a in analyses]
+                feats[:, 1] = [sum(s.logprob for s in scores[i + k]) for k in range(len(analyses))]
+                feats[:, 2] = [sum(s.structure for s in scores[i + k])
+                               for k in range(len(analyses))]
+                feats[int(numpy.argmax(feats[:, 0])), 3] = 1.0
                 entries.append((start, end, [a[1] for a in analyses], [a[2] for a in analyses],
-                                numpy.array([a[0] for a in analyses]), gen))
+                                feats))
                 i += len(analyses)
             out.append(Candidates(entries))
         return out
@@ -144,27 +178,28 @@ class ISBNReranker(ISBNParser):
         return self.candidates(docs)
 
     def set_annotations(self, docs: Iterable[Doc], candidates: List[Candidates]) -> None:
-        self.annotate(docs, candidates, self.cfg["rerank_weight"])
+        self.annotate(docs, candidates, self.weights)
 
     def write_confidence(self, docs: Iterable[Doc], candidates: List[Candidates],
-                         weight: Optional[float] = None) -> None:
+                         weights: Optional[numpy.ndarray] = None) -> None:
         """The arc probabilities of each sentence's candidates, weighed by
-        their combined score under ``weight`` (None: the component's) with
+        their combined score under ``weights`` (None: the component's) with
         the coverage of their conditional scores (:mod:`.arc_confidence`)."""
-        weight = self.cfg["rerank_weight"] if weight is None else weight
+        weights = self.weights if weights is None else weights
         temperature = self.cfg.get("confidence_temperature", 1.0)
         outside = self.cfg.get("outside_agreement", 1.0)
         for doc, cands in zip(docs, candidates):
             spans = []
-            for (start, end, heads, labels, cond, gen), order in zip(cands.entries,
-                                                                    cands.choose(weight)):
+            for (start, end, heads, labels, feats), order in zip(cands.entries,
+                                                                cands.choose(weights)):
                 spans.append((start, end, *arc_marginals(
-                    _combined(cond, gen, weight), heads, labels, int(order[0]), temperature,
-                    coverage(cond), outside)))
+                    combined(feats, weights), heads, labels, int(order[0]), temperature,
+                    coverage(feats[:, 0]), outside)))
             write_arc_probs(doc, spans)
 
-    def annotate(self, docs: Iterable[Doc], candidates: List[Candidates], weight: float) -> None:
-        """Write each doc's best candidates under ``weight``, their exact
+    def annotate(self, docs: Iterable[Doc], candidates: List[Candidates],
+                 weights: numpy.ndarray) -> None:
+        """Write each doc's best candidates under ``weights`` (of ``FEATURES``), their exact
         generative scores (the doc's sentences chained; per token too:
         :meth:`score_trees`) and the arc probabilities the candidates give
         (:meth:`write_confidence`)."""
@@ -175,8 +210,9 @@ class ISBNReranker(ISBNParser):
             heads = numpy.arange(len(doc), dtype="int64")
             deps = [""] * len(doc)
             kbest, words_lp = [], 0.0
-            for (start, end, cand_heads, cand_labels, _, gen), order in zip(
-                    cands.entries, cands.choose(weight)):
+            for (start, end, cand_heads, cand_labels, feats), order in zip(
+                    cands.entries, cands.choose(weights)):
+                gen = feats[:, 1]
                 best = int(order[0])
                 heads[start:end] = cand_heads[best]
                 deps[start:end] = cand_labels[best]
@@ -189,7 +225,7 @@ class ISBNReranker(ISBNParser):
             write_trees(doc, heads, deps)
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
-        self.write_confidence(docs, candidates, weight)
+        self.write_confidence(docs, candidates, weights)
         for doc in self.score_trees([doc for doc, cands in zip(docs, candidates) if cands.entries]):
             # log P(returned trees, words) plus each sentence's candidates' mass
             # relative to its returned tree (scored as separate sentences): a

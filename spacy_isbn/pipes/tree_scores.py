@@ -30,10 +30,13 @@ ACTION_HEADS = ("a", "l")
 
 class SentenceScore(NamedTuple):
     """One sentence's tree: its log-prob, the part of it each of its tokens
-    takes (whitespace tokens: 0), and why it is -inf ("" if it is not)."""
+    takes (whitespace tokens: 0), why it is -inf ("" if it is not), and the
+    part of the log-prob that is the decisions about the tree (actions and
+    labels; the rest generates the words)."""
     logprob: float
     parts: numpy.ndarray
     reason: str
+    structure: float = 0.0
 
 
 class _Piece(NamedTuple):
@@ -94,18 +97,22 @@ class TreeScores:
             arrays.groups, offset = {key: numpy.zeros(arrays.valid.shape, dtype="int64")
                                      for key in HEADS}, 0
             for b, piece in enumerate(members):
+                # two outputs per word: the decisions about the tree, the word's generation
                 for key in HEADS:
-                    arrays.groups[key][b, : len(piece.groups[key])] = piece.groups[key] + offset
+                    arrays.groups[key][b, : len(piece.groups[key])] = \
+                        2 * (piece.groups[key] + offset) + (key not in ACTION_HEADS)
                 offset += sum(n for _, _, n in piece.sentences)
             if vectors is not None:
                 arrays.vectors = vectors[0]
             lps = numpy.asarray(self.core(arrays, is_train=False)[0], dtype="float64")
+            lps = numpy.concatenate([lps, numpy.zeros(2 * offset - len(lps))]).reshape(-1, 2)
             offset = 0
             for piece in members:
                 for i, k, n in piece.sentences:
                     parts[i, k] = lps[offset: offset + n]
                     offset += n
-        for (i, k), word_parts in parts.items():
+        for (i, k), split in parts.items():
+            word_parts = split.sum(axis=1)
             doc, sents = items[i]
             start, end = sents[k][:2]
             words = all_words[i]
@@ -118,7 +125,7 @@ class TreeScores:
                 tok = doc[start + int(numpy.argmin(token_parts))]
                 reason = (f"probability 0 at token {tok.i} {tok.text!r}: its label "
                           f"{sents[k][3][tok.i - start]!r} was never seen on such an arc")
-            out[i][k] = SentenceScore(logprob, token_parts, reason)
+            out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
         return out
 
     @property

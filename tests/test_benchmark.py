@@ -626,3 +626,16 @@ def test_cli_benchmark_raw_only_finds_the_test_file_in_assets(tiny_benchmark, tm
     assert sorted(result["raw_text"]["systems"]) == [
         "isbn_parser b=2, joint tagging", "isbn_parser b=2, pipeline tagging",
         "spaCy tagger,morphologizer,parser"]
+
+
+def test_raw_benchmark_rows_include_the_latent_history_ablation():
+    from pathlib import Path
+
+    from spacy_isbn.evaluation.raw_text import systems_of
+
+    rows = systems_of(Path("isbn"), Path("spacy"), [1, 10], ablation_model=Path("no_links"))
+    names = [r["name"] for r in rows]
+    assert names[0].startswith("spaCy")
+    assert "conditional + generative reranking (shipped)" in names
+    ablation = [r for r in rows if r["model"] == "no_links"]
+    assert [(r["beam"], r["rerank"]) for r in ablation] == [(1, False), (10, False)]

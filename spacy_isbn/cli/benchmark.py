@@ -19,6 +19,8 @@ def raw_benchmark_cli(
     isbn_model: Optional[Path] = Opt(None, "--isbn-model", help="the shipped pipeline"),
     baseline_model: Optional[Path] = Opt(None, "--baseline-model", help="spaCy's tagger,morphologizer,parser"),
     generative_model: Optional[Path] = Opt(None, "--generative-model", help="a generative-only pipeline"),
+    ablation_model: Optional[Path] = Opt(None, "--ablation-model",
+                                         help="the shipped pipeline trained with latent_edges = false"),
     beams: str = Opt("1,10", "--beams", help="the conditional parser's beams"),
     documents: Optional[Path] = Opt(None, "--documents",
                                     help="a document list TSV (when the file has no # newdoc comments)"),
@@ -32,11 +34,11 @@ def raw_benchmark_cli(
     from ..evaluation import raw_text
     from ..evaluation.documents import document_list
 
-    for path in (isbn_model, baseline_model, generative_model):
+    for path in (isbn_model, baseline_model, generative_model, ablation_model):
         if path is not None:
             require(path, "pipeline")
     systems = raw_text.systems_of(isbn_model, baseline_model, numbers(beams, "--beams", int, 1),
-                                  generative_model)
+                                  generative_model, ablation_model)
     if not systems:
         raise CliError("give --isbn-model, --baseline-model or --generative-model")
     if documents is None and treebank is not None:

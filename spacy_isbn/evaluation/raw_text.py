@@ -21,10 +21,13 @@ from ..corpus.files import write_json, write_text
 
 
 def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
-               beams: Sequence[int], generative_model: Optional[Path] = None) -> List[dict]:
+               beams: Sequence[int], generative_model: Optional[Path] = None,
+               ablation_model: Optional[Path] = None) -> List[dict]:
     """The rows to run: spaCy's pipeline, the conditional parser alone at
     each beam, the shipped setting (its own beam, reranked), and optionally
-    a generative-only pipeline at each beam."""
+    a generative-only pipeline and the conditional parser trained without
+    latent links between its states (a feed-forward parser like spaCy's:
+    what the latent history is worth) at each beam."""
     rows = []
     if baseline_model is not None:
         rows.append({"name": "spaCy tagger,morphologizer,parser", "model": str(baseline_model)})
@@ -36,6 +39,9 @@ def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
     if generative_model is not None:
         rows += [{"name": f"generative isbn_parser b={b}", "model": str(generative_model),
                   "beam": b} for b in beams]
+    if ablation_model is not None:
+        rows += [{"name": f"conditional isbn_parser without latent links b={b}",
+                  "model": str(ablation_model), "beam": b, "rerank": False} for b in beams]
     return rows
 
 

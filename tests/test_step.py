@@ -40,6 +40,20 @@ def _objective(core, vectors, weights):
     return value, history
 
 
+def _numeric_gradient(array, objective, eps=1e-6):
+    """Central differences of ``objective()`` in each entry of ``array`` (changed in place)."""
+    numeric = numpy.zeros_like(array)
+    for idx in numpy.ndindex(*array.shape):
+        old = array[idx]
+        array[idx] = old + eps
+        up = objective()
+        array[idx] = old - eps
+        down = objective()
+        array[idx] = old
+        numeric[idx] = (up - down) / (2 * eps)
+    return numeric
+
+
 @pytest.mark.parametrize("latent_edges,dropout", [(True, 0.0), (False, 0.0), (True, 0.4)])
 def test_history_gradients_match_finite_differences(latent_edges, dropout):
     core = _core(latent_edges)
@@ -50,28 +64,10 @@ def test_history_gradients_match_finite_differences(latent_edges, dropout):
     _, history = _objective(core, vectors, weights)
     d_vectors = history.backprop(weights)
     grads = {name: core.get_grad(name).copy() for name in ("E", "W", "b")}
-    eps = 1e-6
     for name in ("E", "W", "b"):
-        param = core.get_param(name)
-        numeric = numpy.zeros_like(param)
-        for idx in numpy.ndindex(*param.shape):
-            old = param[idx]
-            param[idx] = old + eps
-            up = _objective(core, vectors, weights)[0]
-            param[idx] = old - eps
-            down = _objective(core, vectors, weights)[0]
-            param[idx] = old
-            numeric[idx] = (up - down) / (2 * eps)
+        numeric = _numeric_gradient(core.get_param(name), lambda: _objective(core, vectors, weights)[0])
         numpy.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-8, err_msg=name)
-    numeric = numpy.zeros_like(vectors)
-    for idx in numpy.ndindex(*vectors.shape):
-        old = vectors[idx]
-        vectors[idx] = old + eps
-        up = _objective(core, vectors, weights)[0]
-        vectors[idx] = old - eps
-        down = _objective(core, vectors, weights)[0]
-        vectors[idx] = old
-        numeric[idx] = (up - down) / (2 * eps)
+    numeric = _numeric_gradient(vectors, lambda: _objective(core, vectors, weights)[0])
     numpy.testing.assert_allclose(d_vectors, numeric, rtol=1e-5, atol=1e-8)
     if not latent_edges:
         assert not core.get_grad("W").any()

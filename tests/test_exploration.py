@@ -112,3 +112,20 @@ def test_explore_rate_is_a_probability():
     config["explore_rate"] = 1.5
     with pytest.raises(ValueError, match="explore_rate"):
         nlp.add_pipe("isbn_parser", config=config)
+
+
+def test_with_exploration_off_training_is_the_teacher_forced_one():
+    """explore_rate 0 (the default) trains on the gold derivations exactly as
+    before: the same gradients as a parser without the setting."""
+    grads = []
+    for config_extra in ({}, {"explore_rate": 0.0, "explore_warmup": 3}):
+        nlp = spacy.blank("en")
+        config = parser_config()
+        config.update(config_extra)
+        parser = nlp.add_pipe("isbn_parser", config=config)
+        egs = examples(nlp, 6)
+        nlp.initialize(lambda: egs)
+        parser.update(egs)
+        grads.append({name: parser.core.get_grad(name).copy() for name in CORE_PARAMS})
+    for name in CORE_PARAMS:
+        numpy.testing.assert_array_equal(grads[0][name], grads[1][name])

@@ -2,6 +2,7 @@
 import numpy
 import pytest
 import spacy
+from thinc.api import fix_random_seed
 
 from spacy_isbn.pipes import exploration
 from spacy_isbn.pipes.exploration import Rollout, explore_update, training_chunks
@@ -119,6 +120,7 @@ def test_with_exploration_off_training_is_the_teacher_forced_one():
     before: the same gradients as a parser without the setting."""
     grads = []
     for config_extra in ({}, {"explore_rate": 0.0, "explore_warmup": 3}):
+        fix_random_seed(0)
         nlp = spacy.blank("en")
         config = parser_config()
         config.update(config_extra)

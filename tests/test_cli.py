@@ -512,3 +512,33 @@ def test_a_failed_child_process_is_one_line(tmp_path, monkeypatch):
     main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus)])
     msg = _error(["jackknife", REPO / "configs" / "ewt.cfg", corpus, corpus, tmp_path / "out.spacy"])
     assert msg.endswith("failed with exit status 2") and "-m spacy train" in msg
+
+
+def test_two_stage_training_freezes_the_first_stage(tmp_path):
+    """stage-configs splits configs/ewt.cfg: stage 1 trains the pipeline but
+    the reranker; stage 2 sources it, frozen, and trains the reranker; the
+    result is the whole pipeline, the first stage's weights unchanged."""
+    from spacy.cli.train import train
+
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "2"])
+    main(["stage-configs", "configs/ewt.cfg", str(tmp_path)])
+    small = {"paths.train": str(corpus), "paths.dev": str(corpus), "training.max_steps": 4,
+             "training.eval_frequency": 2, "components.tok2vec.model.encode.width": 16,
+             "components.tok2vec.model.encode.depth": 1}
+    train(tmp_path / "stage1.cfg", tmp_path / "stage1",
+          overrides={**small, "components.isbn_parser.model.hidden_width": 8,
+                     "components.isbn_parser.beam_width": 1})
+    train(tmp_path / "stage2.cfg", tmp_path / "stage2",
+          overrides={"paths.train": str(corpus), "paths.dev": str(corpus),
+                     "paths.stage1": str(tmp_path / "stage1" / "model-best"),
+                     "training.max_steps": 4, "training.eval_frequency": 2,
+                     "components.isbn_reranker.model.hidden_width": 8})
+    first = spacy.load(tmp_path / "stage1" / "model-best")
+    both = spacy.load(tmp_path / "stage2" / "model-last")
+    assert first.pipe_names == ["tok2vec", "tagger", "morphologizer", "isbn_parser"]
+    assert both.pipe_names == first.pipe_names + ["isbn_reranker"]
+    for name in first.pipe_names:
+        assert both.get_pipe(name).model.to_bytes() == first.get_pipe(name).model.to_bytes(), name
+    doc = both("the cat sleeps .")
+    assert doc._.isbn_logprob is not None and len(list(doc.sents)) >= 1

@@ -1,7 +1,9 @@
-"""Training and evaluation commands: ``train-config``, ``baseline-config``,
-``timed-train``, ``jackknife``, ``set-beam``, ``rerank-weight``, ``evaluate``.
+"""Training and evaluation commands: ``train-config``, ``stage-configs``,
+``baseline-config``, ``timed-train``, ``jackknife``, ``set-beam``,
+``rerank-weight``, ``evaluate``.
 
     spacy-isbn train-config ewt training/ewt/config.cfg
+    spacy-isbn stage-configs training/ewt/config.cfg training/ewt
     spacy-isbn timed-train training/ewt/config.cfg training/ewt --train corpus/ewt/train.spacy --dev corpus/ewt/dev.spacy
     spacy-isbn rerank-weight training/ewt/model-best corpus/ewt/dev.spacy
     spacy-isbn evaluate training/ewt/model-best corpus/ewt/test.spacy metrics/ewt.json
@@ -10,7 +12,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import spacy
 import srsly
@@ -46,6 +48,37 @@ def train_config(treebank: str, output: Path, *, config_dir: Path = Path("config
     write_text(output, header + config.to_str())
     print(f"{treebank}: {base} with nlp.lang = {lang!r} -> {output}")
     return output
+
+
+def stage_configs(config: Path, output_dir: Path) -> Tuple[Path, Path]:
+    """Split a full pipeline's training config into two ``spacy train``
+    stages, written to ``output_dir``: ``stage1.cfg`` trains everything but
+    the ``isbn_reranker`` (tok2vec, tagger, morphologizer and the
+    conditional parser, like spaCy's pipeline), ``stage2.cfg`` sources those
+    from ``paths.stage1`` (a stage-1 ``model-best``), frozen and annotating,
+    and trains the reranker on their annotations."""
+    full = spacy.util.load_config(require(config, "training config"), interpolate=False)
+    pipeline = list(full["nlp"]["pipeline"])
+    rerankers = [n for n in pipeline if full["components"][n].get("factory") == "isbn_reranker"]
+    if not rerankers:
+        raise CliError(f"{config}: no isbn_reranker to train in a second stage")
+    first = [n for n in pipeline if n not in rerankers]
+    output_dir = Path(output_dir)
+    stage1 = full.copy()
+    stage1["nlp"]["pipeline"] = first
+    stage1["components"] = {n: c for n, c in full["components"].items() if n not in rerankers}
+    stage2 = spacy.util.load_config(config, interpolate=False)
+    stage2["paths"]["stage1"] = None
+    for name in first:
+        stage2["components"][name] = {"source": "${paths.stage1}"}
+    stage2["training"]["frozen_components"] = first
+    paths = []
+    for name, cfg in (("stage1", stage1), ("stage2", stage2)):
+        header = f"# {config}, stage {name[-1]} of two; written by spacy-isbn stage-configs\n"
+        paths.append(output_dir / f"{name}.cfg")
+        write_text(paths[-1], header + cfg.to_str())
+    print(f"{config} -> {paths[0]} ({', '.join(first)}), {paths[1]} ({', '.join(rerankers)})")
+    return paths[0], paths[1]
 
 
 def set_beam(model: Path, beam_width: int) -> None:
@@ -262,6 +295,8 @@ def timed_train_cli(
     overrides: List[str] = Opt([], "--set", metavar="KEY=VALUE",
                                help="a further spacy train override, e.g. training.eval_frequency=10"),
     timing_out: Optional[Path] = Opt(None, "--timing-out", help="default: OUTPUT/train_timing.json"),
+    after: Optional[Path] = Opt(None, "--after",
+                                help="an earlier stage's train_timing.json: its time is included"),
 ):
     """spacy train in a child process, timing each evaluation."""
     import subprocess
@@ -275,7 +310,8 @@ def timed_train_cli(
                                                    at_least(max_steps, 0, "--max-steps"), overrides)
     try:
         result = timed_train(config, output, train=train, dev=dev, gpu_id=gpu_id,
-                             max_steps=max_steps, overrides=overrides, timing_out=timing_out)
+                             max_steps=max_steps, overrides=overrides, timing_out=timing_out,
+                             after=None if after is None else require(after, "timing"))
     except subprocess.CalledProcessError as err:
         raise CliError(f"spacy train {config} failed (exit status {err.returncode}): "
                        "its own message is above") from None
@@ -328,6 +364,16 @@ def jackknife_cli(
         require(path, what)
     jackknife(config, train, dev, output, folds=at_least(folds, 2, "--folds"),
               max_steps=at_least(max_steps, 1, "--max-steps"))
+
+
+@app.command("stage-configs")
+def stage_configs_cli(
+    config: Path = Arg(..., help="a full pipeline's training config (with an isbn_reranker)"),
+    output_dir: Path = Arg(..., help="where stage1.cfg and stage2.cfg go"),
+):
+    """Split a training config in two spacy train stages: the pipeline without
+    the reranker, then the reranker on its frozen annotations."""
+    stage_configs(config, output_dir)
 
 
 @app.command("set-beam")

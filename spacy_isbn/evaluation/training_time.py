@@ -96,12 +96,14 @@ def training_timing(rows: Sequence[dict], total_seconds: float) -> dict:
 def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
                 dev: Optional[Path] = None, gpu_id: int = -1, max_steps: int = 0,
                 overrides: Sequence[str] = (), timing_out: Optional[Path] = None,
-                code: Optional[Path] = None) -> dict:
+                code: Optional[Path] = None, after: Optional[Path] = None) -> dict:
     """Run ``python -m spacy train`` as a child process with the timed logger,
     echo its output and write ``<output>/train_timing.json``.
 
     ``max_steps`` 0 keeps the config's own; ``overrides`` are ``key=value``
-    strings passed as ``--key value``; ``code`` is passed as ``--code``."""
+    strings passed as ``--key value``; ``code`` is passed as ``--code``;
+    ``after``: the timing of an earlier stage (two-stage training), whose
+    time the times here include."""
     output = Path(output)
     evaluations = output / "evaluations.jsonl"
     cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(output),
@@ -133,6 +135,14 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
         "wall time of the whole `spacy train` process; seconds_to_best = time at which "
         "the best evaluation was logged (measured), seconds_to_best_estimate = "
         "seconds_total * best_step / last_step"))
+    if after is not None:
+        earlier = load_timing(after)
+        if earlier is None:
+            raise ValueError(f"{after}: no timing of the earlier stage")
+        for key in ("seconds_total", "seconds_to_best", "seconds_to_best_estimate"):
+            if result.get(key) is not None:
+                result[key] += earlier["seconds_total"]
+        result["earlier_stage"] = earlier
     timing_out = Path(timing_out) if timing_out else output / TIMING_FILE
     timing_out.parent.mkdir(parents=True, exist_ok=True)
     write_json(timing_out, result)

@@ -10,15 +10,22 @@ once per step over all sentences of a batch, training with exploration
 once per step over the configurations it follows, and the search once per
 round over its hypotheses (its state pool is the history).  Each returns a
 backprop, so a history built step by step is differentiated by walking the
-steps in reverse (:class:`History`)."""
+steps in reverse (:class:`History`).
+
+The features' embedding rows are summed by the compiled ``embed_sum`` (and
+scattered back by ``embed_scatter``) rather than thinc's ``ops.gather_add``:
+on the conditional model's shapes (1,000 configurations, 14 ids, 128
+units) ``gather_add`` took 2.5 times as long, and unused ids (-1) would
+need a zero row appended to the table at every step."""
 from typing import Callable, List, Optional, Tuple
 
 import numpy
-from thinc.api import Model
+from thinc.api import Model, NumpyOps
 
 from ._kernels import embed_scatter, embed_sum
 
 StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
+NUMPY_OPS = NumpyOps()
 
 
 def embedding_table(core: Model, vectors: Optional[numpy.ndarray]) -> numpy.ndarray:
@@ -86,8 +93,8 @@ def latent_step(core: Model, table: numpy.ndarray, history: Optional[numpy.ndarr
 
 
 def means(eta: numpy.ndarray) -> numpy.ndarray:
-    """mu = sigmoid(eta)."""
-    return 1.0 / (1.0 + numpy.exp(-eta))
+    """mu = sigmoid(eta) (the core's ops are numpy's: the ISBN runs on the CPU)."""
+    return NUMPY_OPS.sigmoid(eta)
 
 
 def dropout_mask(core: Model, shape) -> Optional[numpy.ndarray]:

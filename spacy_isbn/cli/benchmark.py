@@ -4,7 +4,7 @@
         --baseline-model training/baseline_ewt/model-best --treebank ewt --data-dir ../shared/data
 """
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 from ..corpus.fetch import asset_meta
 from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
@@ -135,3 +135,27 @@ def benchmark_cli(
         processes=at_least(processes, 1, "--processes"), train_path=corpus_dir / "train.spacy",
         train_docs=train_docs)
     write_benchmark(result, out_dir, treebank)
+
+
+@app.command("step-time")
+def step_time_cli(
+    output: Path = Arg(..., help="metrics JSON"),
+    configs: List[Path] = Arg(..., help="training configs, the reference (spaCy's) last"),
+    train: Path = Opt(..., "--train", help="--paths.train"),
+    dev: Path = Opt(..., "--dev", help="--paths.dev"),
+    steps: int = Opt(20, "--steps", help="timed updates per config (after 3 more)"),
+):
+    """Seconds per spacy train step of each config, in one process one after
+    the other, and each one's ratio to the last's (evaluation left out)."""
+    from ..corpus.files import write_json
+    from ..evaluation.training_time import seconds_per_step
+
+    rows = [seconds_per_step(require(c, "config"), train=require(train, "corpus"),
+                             dev=require(dev, "corpus"), steps=at_least(steps, 1, "--steps"))
+            for c in configs]
+    for row in rows:
+        row["ratio_to_reference"] = row["seconds_per_step"] / rows[-1]["seconds_per_step"]
+        print(f"{row['config']}: {row['seconds_per_step']:.2f} s/step "
+              f"({row['ratio_to_reference']:.2f}x the reference)")
+    write_json(output_file(output), {"method": "mean seconds of nlp.update per batch of the "
+                                     "config's batcher, after 3 warm-up batches", "rows": rows})

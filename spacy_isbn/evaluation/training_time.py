@@ -159,3 +159,40 @@ def load_timing(path: Optional[Path]) -> Optional[dict]:
     data.pop("rows", None)
     data["path"] = str(path)
     return data
+
+
+def seconds_per_step(config: Path, *, train: Path, dev: Path, steps: int = 20, warmup: int = 3,
+                     overrides: Optional[Dict[str, Any]] = None) -> dict:
+    """Seconds per ``spacy train`` step of ``config``: its pipeline initialised
+    as ``spacy train`` does (``init_nlp``), then ``steps`` updates (after
+    ``warmup``) on its own batcher's batches of ``train``, with its dropout
+    and annotating components; evaluation and saving left out."""
+    from spacy.training.initialize import init_nlp
+    from spacy.util import load_config, resolve_dot_names
+
+    settings = {"paths.train": str(train), "paths.dev": str(dev), **(overrides or {})}
+    cfg = load_config(config, overrides=settings, interpolate=False)
+    nlp = init_nlp(cfg)
+    T = registry.resolve(nlp.config.interpolate()["training"], schema=None)
+    (train_corpus,) = resolve_dot_names(nlp.config.interpolate(), [T["train_corpus"]])
+    optimizer = T["optimizer"]
+    def epochs():  # the corpus again as often as the steps need it
+        while True:
+            yield from T["batcher"](train_corpus(nlp))
+
+    batches = epochs()
+    frozen = set(T["frozen_components"])
+    update = dict(drop=T["dropout"], sgd=optimizer, annotates=T["annotating_components"],
+                  exclude=frozen)
+    for _ in range(warmup):
+        nlp.update(next(batches), **update)
+    seconds, words = [], 0
+    for _ in range(steps):
+        batch = next(batches)
+        start = time.perf_counter()
+        nlp.update(batch, **update)
+        seconds.append(time.perf_counter() - start)
+        words += sum(len(eg.reference) for eg in batch)
+    return {"config": str(config), "pipeline": nlp.pipe_names, "steps": steps,
+            "seconds_per_step": sum(seconds) / steps, "median_seconds": sorted(seconds)[steps // 2],
+            "words_per_step": words / steps}

@@ -112,12 +112,12 @@ def test_weight_zero_keeps_the_conditional_choice(pipeline):
     with nlp.select_pipes(disable=["isbn_reranker"]):
         conditional = nlp(text)
     cands = reranker.candidates([conditional])
-    reranker.annotate([conditional], cands, numpy.array([1.0, 0.0, 0.0, 0.0, 0.0]))
+    reranker.annotate([conditional], cands, numpy.array([1.0, 0.0, 0.0, 0.0]))
     with nlp.select_pipes(disable=["isbn_reranker"]):
         again = nlp(text)
     assert [t.head.i for t in conditional] == [t.head.i for t in again]
     # a large weight follows the generative scores alone
-    reranker.annotate([conditional], cands, numpy.array([1.0, 1e6, 0.0, 0.0, 0.0]))
+    reranker.annotate([conditional], cands, numpy.array([1.0, 1e6, 0.0, 0.0]))
     for start, end, analyses in conditional._.isbn_kbest:
         gen = [a[0] for a in analyses]
         assert gen[0] == max(gen)
@@ -276,15 +276,3 @@ def test_boundary_beam_sets_the_first_pass_only(pipeline, monkeypatch):
     doc = nlp("the dog barks . cats sleep .")
     assert widths == [1, parser.cfg["beam_width"]]
     assert [(s, e) for s, e, _ in doc._.isbn_kbest] == [(0, 4), (4, 7)]
-
-
-def test_consensus_counts_shared_arcs_by_posterior():
-    from spacy_isbn.pipes.isbn_reranker import consensus
-
-    cond = numpy.log(numpy.array([0.5, 0.25, 0.25]))
-    heads = [[1, 1, 1], [1, 1, 0], [2, 1, 1]]
-    labels = [["a", "r", "b"], ["a", "r", "b"], ["a", "r", "c"]]
-    # candidate 0 shares 3 arcs with itself, 2 with 1, 1 with 2 (head and label alike)
-    assert consensus(cond, heads, labels) == pytest.approx([0.5 * 3 + 0.25 * 2 + 0.25 * 1,
-                                                            0.5 * 2 + 0.25 * 3 + 0.25 * 1,
-                                                            0.5 * 1 + 0.25 * 1 + 0.25 * 3])

@@ -149,8 +149,7 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     conditional = numpy.eye(len(FEATURES))[0]
     single = fit_weights(fit, conditional, {1: weights})
     signed = (-1.0, -0.75, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
-    loglinear = fit_weights(fit, single, {1: weights, 2: signed, 3: (0.0, 0.5, 1.0, 2.0, 3.0, 5.0),
-                                          4: (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)})
+    loglinear = fit_weights(fit, single, {1: weights, 2: signed, 3: (0.0, 0.5, 1.0, 2.0, 3.0, 5.0)})
     held_out, n_arcs = halves["second"]
     result = report(held_out, {"conditional": conditional, "rerank_weight": single,
                                "log-linear": loglinear}, n_arcs)

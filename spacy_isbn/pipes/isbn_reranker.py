@@ -12,12 +12,9 @@ keeps per sentence the candidate with the highest log-linear score
       + sum of rerank_features[f] * f
 
 over the further features ``FEATURES``: ``structure``, the part of log P_gen
-that is the decisions about the tree (the rest generates the words),
-``conditional_best``, 1 for the conditional parser's own best tree, and
-``consensus``, the arcs (head and label) it shares with the other
-candidates, each weighed by its conditional posterior among them: its
-expected correct arcs under the k-best list (the weights fitted on dev:
-``spacy-isbn rerank-weight``).  What it
+that is the decisions about the tree (the rest generates the words), and
+``conditional_best``, 1 for the conditional parser's own best tree (the
+weights fitted on dev: ``spacy-isbn rerank-weight``).  What it
 reports is generative and exact: ``doc._.isbn_logprob`` and
 ``span._.isbn_logprob`` are the log P(trees, words) of the returned trees
 (sentences chained as in training), ``doc._.isbn_kbest`` lists each
@@ -83,7 +80,7 @@ def make_isbn_reranker(nlp: Language, name: str, model: Model, rerank_weight: fl
 
 
 # the reranker's features of a candidate, columns of ``Candidates`` entries
-FEATURES = ("conditional", "generative", "structure", "conditional_best", "consensus")
+FEATURES = ("conditional", "generative", "structure", "conditional_best")
 
 
 class Candidates:
@@ -111,17 +108,6 @@ def combined(features: numpy.ndarray, weights: numpy.ndarray) -> numpy.ndarray:
     finite = numpy.isfinite(values).all(axis=1)
     return numpy.where(finite, numpy.where(finite[:, None], values, 0.0) @ weights[used],
                        -numpy.inf)
-
-
-def consensus(cond: numpy.ndarray, heads: List[List[int]], labels: List[List[str]]) -> numpy.ndarray:
-    """Per candidate, the arcs it shares with each candidate, weighed by that
-    one's posterior softmax(cond) among them (itself included)."""
-    posterior = numpy.exp(cond - numpy.logaddexp.reduce(cond))
-    H = numpy.asarray(heads)
-    codes = {lab: i for i, lab in enumerate(sorted({x for row in labels for x in row}))}
-    L = numpy.array([[codes[x] for x in row] for row in labels])
-    shared = ((H[:, None] == H[None]) & (L[:, None] == L[None])).sum(axis=2)
-    return shared @ posterior
 
 
 class ISBNReranker(ISBNParser):
@@ -182,8 +168,6 @@ class ISBNReranker(ISBNParser):
                 feats[:, 2] = [sum(s.structure for s in scores[i + k])
                                for k in range(len(analyses))]
                 feats[int(numpy.argmax(feats[:, 0])), 3] = 1.0
-                feats[:, 4] = consensus(feats[:, 0], [a[1] for a in analyses],
-                                        [a[2] for a in analyses])
                 entries.append((start, end, [a[1] for a in analyses], [a[2] for a in analyses],
                                 feats))
                 i += len(analyses)

@@ -186,12 +186,14 @@ def seconds_per_step(config: Path, *, train: Path, dev: Path, steps: int = 20, w
                   exclude=frozen)
     for _ in range(warmup):
         nlp.update(next(batches), **update)
+        optimizer.step_schedules()
     seconds, words = [], 0
     for _ in range(steps):
         batch = next(batches)
         start = time.perf_counter()
         nlp.update(batch, **update)
         seconds.append(time.perf_counter() - start)
+        optimizer.step_schedules()  # as spacy train's loop does: the learning rate warms up
         words += sum(len(eg.reference) for eg in batch)
     return {"config": str(config), "pipeline": nlp.pipe_names, "steps": steps,
             "seconds_per_step": sum(seconds) / steps, "median_seconds": sorted(seconds)[steps // 2],

@@ -3,16 +3,13 @@ segments searched in lockstep, each round popping, scoring and pruning the
 pending hypotheses of every segment at once with array operations and the
 compiled passes of :mod:`._select`."""
 import time
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import numpy
 
 from ..transitions._arc_eager import WORD_ROW_WIDTH
 from .arrays import (PREFIX_ROWS, Agenda, Candidates, Hypotheses, ParsedSentence, SegmentParse,
                      Shifted, StatePool, Words)
-
-if TYPE_CHECKING:
-    from .beam import BeamSearch
 from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, fronts, keep_top,
                       rows_in_groups, shift_rows, top_per_group)
 
@@ -35,7 +32,9 @@ class Lockstep:
     # times as many as were live after the last compaction
     compact_at = 1 << 15
 
-    def __init__(self, search: "BeamSearch", segments):
+    def __init__(self, search, segments):
+        """``search``: the :class:`~.beam.BeamSearch` whose settings, model and
+        transition system the rounds use (its module imports this one)."""
         self.s = search
         self.states = search.moves.new_states(search.multiroot)
         self.pool = StatePool(search.scorer.nH)

@@ -347,3 +347,20 @@ def test_known_sentence_ends_get_complete_trees_with_free_end(beam_width):
                 assert -1 not in sent.heads
                 n_sentences += 1
     assert n_sentences == sum(len(list(d.sents)) for d in docs)
+
+
+def test_a_maxout_projection_trains_and_parses():
+    nlp = spacy.blank("en")
+    config = parser_config()
+    config["model"]["projection"] = "maxout"
+    parser = nlp.add_pipe("isbn_parser", config=config)
+    egs = examples(nlp, 8)
+    optimizer = nlp.initialize(lambda: egs)
+    assert parser.model.get_ref("projection").name == "maxout"
+    optimizer.learn_rate = 0.01
+    for _ in range(30):
+        nlp.update(egs, sgd=optimizer)
+    assert nlp.evaluate(egs)["dep_las"] > 0.9
+    with pytest.raises(ValueError, match="projection"):
+        build_isbn_model(objective="conditional", features="conditional", projection="relu",
+                         tok2vec=parser.model.get_ref("tok2vec"))

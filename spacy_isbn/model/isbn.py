@@ -20,7 +20,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Linear, Model, NumpyOps
+from thinc.api import Linear, Maxout, Model, NumpyOps
 from thinc.types import Floats1d, Floats2d
 
 from ..transitions.arc_eager import ARC_EAGER
@@ -45,6 +45,7 @@ def build_isbn_model(
     objective: str = "generative",
     tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None,
     dropout: float = 0.0,
+    projection: str = "linear",
 ) -> Model:
     """Dims that depend on the training data (nF rows, labels, tags, bundles,
     forms) are set by the pipe's ``initialize``, those of the transition system
@@ -58,7 +59,8 @@ def build_isbn_model(
     nothing but decides whether the sentence ends, and the states read the
     contextual vectors of ``tok2vec`` (usually a ``spacy.Tok2VecListener.v1``)
     through the ``vec`` feature templates, look-ahead included (see
-    :func:`build_conditional`)."""
+    :func:`build_conditional`; ``projection``: the layer between them,
+    ``PROJECTIONS``).  ``dropout``: on the latent means, in training."""
     if approximation not in ("feedforward", "meanfield"):
         raise ValueError(
             f"approximation={approximation!r}: use 'feedforward' or 'meanfield'"
@@ -67,6 +69,8 @@ def build_isbn_model(
         raise ValueError(f"iterations={iterations}: must be >= 0")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout={dropout}: must be in [0, 1)")
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection={projection!r}: use one of {PROJECTIONS}")
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r}: use one of {OBJECTIVES}")
     reads_vectors = any(attr == "vec" for _, attr in parse_templates(features))
@@ -85,10 +89,12 @@ def build_isbn_model(
                          "only objective='conditional' can, a generative model may not look ahead")
     core = _build_core(hidden_width, features, latent_edges, approximation, init_scale,
                        iterations, objective, dropout)
-    return core if objective == "generative" else build_conditional(tok2vec, core)
+    return core if objective == "generative" else build_conditional(tok2vec, core, projection)
 
 
 OBJECTIVES = ("generative", "conditional")
+# the layer from tok2vec's vectors to the templates' rows: linear, or maxout as spaCy's parser's hidden layer
+PROJECTIONS = ("linear", "maxout")
 
 
 def core_of(model: Model) -> Model:
@@ -96,12 +102,13 @@ def core_of(model: Model) -> Model:
     return model.get_ref("core") if model.has_ref("core") else model
 
 
-def build_conditional(tok2vec: Model, core: Model) -> Model:
-    """The conditional ISBN: ``tok2vec``'s vectors, projected by one linear
-    layer per ``vec`` template (one Linear with nO = templates x nH), feed
-    the latent states of ``core``.  Input: the docs and the derivation
-    batches of their sentences; output: each batch's log-likelihoods."""
-    projection = Linear()
+def build_conditional(tok2vec: Model, core: Model, projection: str = "linear") -> Model:
+    """The conditional ISBN: ``tok2vec``'s vectors, projected by one layer
+    per ``vec`` template (one Linear, or Maxout with 3 pieces, with nO =
+    templates x nH), feed the latent states of ``core``.  Input: the docs
+    and the derivation batches of their sentences; output: each batch's
+    log-likelihoods."""
+    projection = Linear() if projection == "linear" else Maxout(nP=3)
     return Model("isbn_conditional", conditional_forward, init=conditional_init,
                  layers=[tok2vec, projection, core],
                  refs={"tok2vec": tok2vec, "projection": projection, "core": core})

@@ -10,6 +10,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from spacy.tokens import Doc
 
 from ..errors import UserError
+from .job import docs_from_bytes, load_pipeline, parsed_bytes
 
 
 def _ray():
@@ -39,19 +40,13 @@ def parse_on_ray(job, pending: Iterable[Tuple[int, List]], worker_peaks: Dict[st
 
 
 def _parse(ray, job, pending, worker_peaks, workers: int, in_flight: int):
-    from .shards import docs_from_bytes
-
     @ray.remote(num_cpus=1)
     class ShardParser:
         def __init__(self, job):
-            from .shards import load_pipeline
-
             self.job = job
             self.nlp = load_pipeline(job)
 
         def parse(self, chunk):
-            from .shards import parsed_bytes
-
             return parsed_bytes(self.nlp, self.job, chunk)
 
     actors = [ShardParser.remote(job) for _ in range(workers)]

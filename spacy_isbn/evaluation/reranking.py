@@ -32,10 +32,19 @@ def correct_arcs(reference, start: int, heads: Sequence[int], labels: Sequence[s
     return correct, scored
 
 
+def combined(features: numpy.ndarray, weights: numpy.ndarray) -> numpy.ndarray:
+    """The log-linear score of each candidate (rows of ``features``); a
+    feature with weight 0 is not read, and a tree the generative model
+    cannot derive (-inf) is last unless its scores are not read."""
+    used = numpy.flatnonzero(weights)
+    values = features[:, used]
+    finite = numpy.isfinite(values).all(axis=1)
+    return numpy.where(finite, numpy.where(finite[:, None], values, 0.0) @ weights[used],
+                       -numpy.inf)
+
+
 def chosen(entries: List[Entry], weights: numpy.ndarray) -> numpy.ndarray:
     """Per entry the index of the candidate the weights rank first."""
-    from ..pipes.isbn_reranker import combined
-
     return numpy.array([int(numpy.argmax(combined(feats, weights))) for feats, _ in entries])
 
 

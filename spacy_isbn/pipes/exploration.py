@@ -145,6 +145,11 @@ class Rollout:
         self.gold_heads = numpy.full(int(self.n.sum()) + B, -1, dtype="int32")
         self.tok_base = numpy.array([c.tok_base for c in chunks], dtype="int64")
         self.tok_end = numpy.array([c.tok_end for c in chunks], dtype="int64")
+        # the chunks' words in one numbering (chunk i's word w: first_word[i] + w):
+        # where each one's gold sentence ends (chunk-relative) and whether it ends one
+        self.first_word = numpy.cumsum([0] + [c.n for c in chunks])[:-1].astype("int64")
+        self.sentence_end = numpy.concatenate([c.sentence_end for c in chunks]).astype("int64")
+        self.gold_ends = numpy.concatenate([c.gold_ends for c in chunks])
         # per step: (state ids, Phi, zero-cost moves); (state ids, label kinds, block, gold
         # labels) of followed gold arcs; (state ids, END legal, gold END) of Shifts
         self.actions: List[Tuple] = []
@@ -203,8 +208,8 @@ class Rollout:
             H = history.means[ids]
             masks, allowed, end_legal = masks.view(bool), allowed.view(bool), end_legal.view(bool)
             act_lp = self.heads["a"].logprobs(H, masks)
-            horizon = numpy.array([self.chunks[i].sentence_end[self.offset[i] + f - 1]
-                                   for i, f in zip(active, front)]) - self.offset[active]
+            word = self.first_word[active] + self.offset[active] + front - 1  # the front
+            horizon = self.sentence_end[word] - self.offset[active]
             costs = self.moves.costs(states, handles, self.gold_heads, self.gold_start[active],
                                      horizon)
             best = numpy.where(allowed, costs, numpy.iinfo("int32").max).min(axis=1)
@@ -214,11 +219,12 @@ class Rollout:
             follow = numpy.where(explore[:, None], allowed, zero)
             action = numpy.where(follow, act_lp, NEG_INF).argmax(axis=1)
             label = self._labels(active, handles, front, ids, H, action, kinds, explore)
-            word = action == spec.word_action
-            ending = self._sentence_ends(active, front, ids, H, word, last, end_legal, explore)
+            shift = action == spec.word_action
+            ending = self._sentence_ends(self.gold_ends[word], ids, H, shift, last, end_legal,
+                                         explore)
             for k, i in enumerate(active):
                 row = None
-                if word[k] and not ending[k]:
+                if shift[k] and not ending[k]:
                     row = self.chunks[i].rows[self.offset[i] + front[k]]
                 states.advance(int(handles[k]), int(action[k]), int(label[k]), int(ids[k]), row)
             ended = numpy.flatnonzero(ending)
@@ -226,16 +232,16 @@ class Rollout:
                 done = self._end_sentences(active[ended], front[ended])
                 active = numpy.setdiff1d(active, done)
 
-    def _sentence_ends(self, active, front, ids, H, word, last, end_legal, explore) -> numpy.ndarray:
+    def _sentence_ends(self, gold_end, ids, H, shift, last, end_legal, explore) -> numpy.ndarray:
         """Per configuration, whether its Shift ends its sentence: at the
         chunk's end, else the model's choice when exploring, the gold end
-        otherwise (where END is legal); Shifts learn the gold ends."""
-        ending = numpy.zeros(len(active), dtype=bool)
-        shifted = numpy.flatnonzero(word)
+        (``gold_end``: after its front) otherwise, where END is legal;
+        Shifts learn the gold ends."""
+        ending = numpy.zeros(len(shift), dtype=bool)
+        shifted = numpy.flatnonzero(shift)
         if not len(shifted):
             return ending
-        gold = numpy.array([self.chunks[active[k]].gold_ends[self.offset[active[k]] + front[k] - 1]
-                            for k in shifted], dtype=bool)
+        gold = gold_end[shifted]
         mask = numpy.stack([numpy.ones(len(shifted), bool), end_legal[shifted]], axis=1)
         predicted = self.heads["t"].logprobs(H[shifted], mask).argmax(axis=1) == 1
         choice = numpy.where(explore[shifted], predicted, gold) & end_legal[shifted]

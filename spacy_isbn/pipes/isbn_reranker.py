@@ -33,6 +33,7 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 from thinc.api import Model
 
+from ..evaluation.reranking import combined
 from ..transitions.arc_eager import sentence_spans_from_heads
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import write_trees
@@ -97,17 +98,6 @@ class Candidates:
         """Per entry the candidates ordered by the combined score, best first."""
         return [numpy.argsort(-combined(feats, weights), kind="stable")
                 for *_, feats in self.entries]
-
-
-def combined(features: numpy.ndarray, weights: numpy.ndarray) -> numpy.ndarray:
-    """The log-linear score of each candidate (rows of ``features``); a
-    feature with weight 0 is not read, and a tree the generative model
-    cannot derive (-inf) is last unless its scores are not read."""
-    used = numpy.flatnonzero(weights)
-    values = features[:, used]
-    finite = numpy.isfinite(values).all(axis=1)
-    return numpy.where(finite, numpy.where(finite[:, None], values, 0.0) @ weights[used],
-                       -numpy.inf)
 
 
 class ISBNReranker(ISBNParser):

@@ -276,3 +276,34 @@ def test_boundary_beam_sets_the_first_pass_only(pipeline, monkeypatch):
     doc = nlp("the dog barks . cats sleep .")
     assert widths == [1, parser.cfg["beam_width"]]
     assert [(s, e) for s, e, _ in doc._.isbn_kbest] == [(0, 4), (4, 7)]
+
+
+def test_profile_splits_the_time_by_component_and_step(pipeline, tmp_path):
+    """`spacy-isbn profile`: every component's time, and inside the parser
+    and the reranker their steps, each no more than its component's time;
+    the pipeline's output is the same as without the profile."""
+    import srsly
+    from spacy.tokens import DocBin
+
+    from spacy_isbn.cli import main
+
+    nlp, egs = pipeline
+    nlp.to_disk(tmp_path / "nlp")
+    DocBin(docs=[eg.reference for eg in egs[:4]]).to_disk(tmp_path / "dev.spacy")
+    main(["profile", str(tmp_path / "nlp"), str(tmp_path / "dev.spacy"), str(tmp_path / "p.json"),
+          "--markdown", str(tmp_path / "p.md")])
+    result = srsly.read_json(tmp_path / "p.json")
+    rows = {row["step"]: row for row in result["steps"]}
+    assert set(nlp.pipe_names) <= set(rows)
+    for step in ("isbn_parser: sentence search", "isbn_parser: k-best search",
+                 "isbn_reranker: candidate scoring", "isbn_reranker: arc confidence"):
+        within = rows[step]["within"]
+        assert 0 < rows[step]["seconds"] <= rows[within]["seconds"]
+    assert sum(r["seconds"] for r in result["steps"] if "within" not in r) == pytest.approx(
+        result["seconds"])
+    assert result["words"] == sum(len(eg.reference) for eg in egs[:4])
+    assert "| &nbsp;&nbsp;isbn_parser: k-best search |" in (tmp_path / "p.md").read_text()
+    main(["profile", str(tmp_path / "nlp"), str(tmp_path / "dev.spacy"), str(tmp_path / "q.json"),
+          "--no-rerank"])
+    steps = {row["step"] for row in srsly.read_json(tmp_path / "q.json")["steps"]}
+    assert "isbn_reranker" not in steps and "isbn_parser: search" in steps

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..corpus.fetch import asset_meta
-from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
+from ._util import Arg, CliError, Opt, app, at_least, load_pipeline, numbers, output_file, require
 from .data import CONLLX_TAGS_HELP, conllx_tags_option
 
 
@@ -159,3 +159,41 @@ def step_time_cli(
               f"({row['ratio_to_reference']:.2f}x the reference)")
     write_json(output_file(output), {"method": "mean seconds of nlp.update per batch of the "
                                      "config's batcher, after 3 warm-up batches", "rows": rows})
+
+
+@app.command("profile")
+def profile_cli(
+    model: Path = Arg(..., exists=True, help="a trained pipeline"),
+    corpus: Path = Arg(..., exists=True, dir_okay=False,
+                       help="documents as CoNLL-U / CoNLL-X (# newdoc) or .spacy, parsed as words only"),
+    output: Path = Arg(..., dir_okay=False, help="metrics JSON"),
+    markdown: Optional[Path] = Opt(None, "--markdown", dir_okay=False, help="also a Markdown table"),
+    max_docs: int = Opt(0, "--max-docs", min=0, help="the first N documents (0: all)"),
+    batch_size: int = Opt(1000, "--batch-size", min=1, help="docs per nlp.pipe batch"),
+    rerank: bool = Opt(True, "--rerank/--no-rerank", help="the shipped setting, or the parser alone"),
+):
+    """Where the pipeline's time goes on raw text: each component, the
+    parser's search passes, the reranker's candidate scoring and arc confidence."""
+    from spacy.tokens import Doc, DocBin
+
+    from ..corpus.files import write_json, write_text
+    from ..evaluation.documents import read_documents
+    from ..evaluation.profile import profile, to_markdown
+    from ..evaluation.raw_text import configure_system
+
+    nlp = load_pipeline(model)
+    if corpus.suffix == ".spacy":
+        refs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
+    else:
+        refs, _ = read_documents(corpus, nlp.vocab)
+    refs = refs[:max_docs or None]
+    docs = [Doc(nlp.vocab, words=[t.text for t in r], spaces=[bool(t.whitespace_) for t in r])
+            for r in refs]
+    with nlp.select_pipes(enable=configure_system(nlp, {"model": str(model), "rerank": rerank})):
+        result = profile(nlp, docs, batch_size)
+    result.update(model=model.name, corpus=corpus.name, rerank=rerank)
+    write_json(output_file(output), result)
+    text = to_markdown(result, f"{model.name} on {corpus.name}")
+    if markdown is not None:
+        write_text(markdown, text)
+    print(text)

@@ -45,7 +45,7 @@ def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
     return rows
 
 
-def _configure(nlp, system: dict) -> List[str]:
+def configure_system(nlp, system: dict) -> List[str]:
     """Set the system's beam and reranking; returns the components to run."""
     names = list(nlp.pipe_names)
     rerankers = [n for n in names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
@@ -78,7 +78,7 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
         nlp = loaded[system["model"]]
         if refs is None:
             refs, source = read_documents(test, nlp.vocab, documents)
-        names = _configure(nlp, system)
+        names = configure_system(nlp, system)
         inputs = [Doc(nlp.vocab, words=[t.text for t in r], spaces=[bool(t.whitespace_) for t in r])
                   for r in refs]
         with nlp.select_pipes(enable=names):

@@ -188,6 +188,27 @@ def test_worker_processes_write_what_one_process_writes(model, tmp_path):
     assert _outputs(tmp_path / "two") == _outputs(tmp_path / "one")
 
 
+def _blas_threads() -> str:
+    import os
+
+    return os.environ.get("OPENBLAS_NUM_THREADS", "unset")
+
+
+def test_worker_processes_get_one_blas_thread_each_and_the_driver_keeps_its_own(monkeypatch):
+    """The workers of --n-process inherit one BLAS thread each (the library
+    reads it as they import numpy); the driver's environment is restored."""
+    import multiprocessing
+
+    from spacy_isbn.parsing.shards import one_thread_each
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    with one_thread_each(), multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(_blas_threads) == "1"
+    assert _blas_threads() == "8"
+    assert "OMP_NUM_THREADS" not in __import__("os").environ
+
+
 def _bar_states(stream) -> list:
     """The bar's successive lines as written to ``stream``."""
     return [s.strip() for s in stream.getvalue().replace("\n", "\r").split("\r") if s.strip()]

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import List
 
@@ -22,6 +23,7 @@ import srsly
 
 from ..corpus.files import read_docbin, write_json
 from ..errors import UserError
+from ..parsing.shards import one_thread_each
 
 METHOD = (
     "The corpus's sentences as plain text, one per line, repeated until there are at least the "
@@ -30,7 +32,8 @@ METHOD = (
     "sizes, CoNLL-U output), words/s = the words it parsed / seconds from launch to exit (loading "
     "the pipeline, starting worker processes or a local Ray cluster included; "
     "words_per_second_in_run leaves out only starting Python and importing). The ceiling: each part "
-    "parsed by its own single-process run, all started together: the same shards and batches; "
+    "parsed by its own single-process run, all started together (one BLAS thread each, as the "
+    "engines' worker processes and Ray's one-CPU actors have): the same shards and batches; "
     "words/s = all words / seconds until the last exits. Peak memory: each process's peak "
     "resident set (VmHWM; ru_maxrss would count a child's parent too), the driver first. Memory "
     "check: one process on the whole corpus against one process on its first tenth.")
@@ -90,9 +93,12 @@ def _wait(runs: List[subprocess.Popen], outputs: List[Path], start: float):
 
 
 def _timed(model: Path, inputs: List[Path], work: Path, name: str, options: List[str]):
+    """Parse each of ``inputs`` in its own process, all started together;
+    several at once see one BLAS thread each, as the engines' workers do."""
     outputs = [work / f"{name}-{k}" for k in range(len(inputs))]
-    start = time.perf_counter()
-    runs = [_launch(model, i, o, options) for i, o in zip(inputs, outputs)]
+    with one_thread_each() if len(inputs) > 1 else nullcontext():
+        start = time.perf_counter()
+        runs = [_launch(model, i, o, options) for i, o in zip(inputs, outputs)]
     return _wait(runs, outputs, start)
 
 

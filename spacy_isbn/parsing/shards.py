@@ -7,8 +7,10 @@ output equals an uninterrupted run's, byte for byte."""
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections import deque
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Dict, Iterable, Iterator, List, Optional, Union
 
@@ -161,7 +163,8 @@ def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
 
     decode = docs_from_bytes(job)
     context = multiprocessing.get_context("spawn")
-    with context.Pool(job.n_process, initializer=_worker_init, initargs=(job,)) as pool:
+    with one_thread_each(), context.Pool(job.n_process, initializer=_worker_init,
+                                         initargs=(job,)) as pool:
         # at most two shards per worker in flight, so the input is read as
         # it is parsed (Pool.imap would read all of it ahead into its queue)
         shards = iter(pending)
@@ -179,6 +182,30 @@ def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
             submit()
             worker_peaks[worker] = max(peak, worker_peaks.get(worker, 0))
             yield k, chunk, decode(data)
+
+
+# the variables the BLAS and OpenMP libraries read when they load
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+
+
+@contextmanager
+def one_thread_each():
+    """Worker processes started inside see one BLAS thread each, as Ray gives
+    its one-CPU actors: with n workers on n cores, a BLAS library's own
+    threads would only compete for the cores (the workers import numpy
+    before any code of theirs runs, so it is set in the environment they
+    inherit)."""
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update({name: "1" for name in THREAD_VARIABLES})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 _WORKER: dict = {}

@@ -402,3 +402,12 @@ def test_a_ud_sentence_with_two_roots_or_no_deprel_is_refused(tmp_path):
     no_label.write_text(text.replace("\t3\taux\t", "\t3\t_\t"), encoding="utf-8")
     with pytest.raises(ConllFormatError, match=r"no_label.conllu:4: word 1 has HEAD 3 but no DEPREL"):
         list(read_conll(no_label))
+
+
+def test_reports_record_project_paths_not_machine_paths(tmp_path, monkeypatch):
+    from spacy_isbn.corpus.files import project_path
+
+    monkeypatch.chdir(tmp_path)
+    assert project_path(tmp_path / "corpus" / "dev.spacy") == str(Path("corpus") / "dev.spacy")
+    assert project_path(Path("training") / "model-best") == str(Path("training") / "model-best")
+    assert project_path(tmp_path.parent / "elsewhere" / "model-best") == "model-best"

@@ -8,7 +8,7 @@ from typing import Optional
 import srsly
 
 from ..corpus.conll import read_conll
-from ..corpus.files import atomic_open, write_json
+from ..corpus.files import atomic_open, project_path, write_json
 from ._util import Arg, CliError, Opt, app, load_pipeline, output_file, require
 
 TAGS_HELP = "tags the model reads: 'pipeline' (its own tagger and morphologizer) or 'gold' (the file's)"
@@ -123,7 +123,8 @@ def error_finder_eval_cli(
     base = load_pipeline(baseline) if baseline is not None else None
     metrics = evaluate_error_finder(load_pipeline(model), sentences, rate=rate, seed=seed, labels=labels,
                                     baseline=base, tags=_tags(tags), where=model)
-    metrics.update(model=str(model), dev=str(dev), baseline_model=str(baseline) if baseline else None)
+    metrics.update(model=project_path(model), dev=project_path(dev),
+                   baseline_model=project_path(baseline) if baseline else None)
     write_json(output, metrics)
     finder = metrics["finder"]["at_n"]
     line = f"planted {metrics['planted']}: finder precision at N {finder['precision']:.3f}"

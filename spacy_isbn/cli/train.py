@@ -19,7 +19,7 @@ import srsly
 
 from ..corpus.conll import docs_to_conll
 from ..corpus.fetch import asset_meta
-from ..corpus.files import read_docbin, write_json, write_text
+from ..corpus.files import project_path, read_docbin, write_json, write_text
 from ..corpus.readers import gold_tagged_doc, sentence_starts
 from ..evaluation.metrics import score_conll18, score_dependencies
 from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
@@ -243,7 +243,7 @@ def evaluate(
     if not gold_tags:
         result["conll18"] = score_conll18(examples)
     result.update({
-        "model": str(model), "data": str(data), "gold_tags": gold_tags,
+        "model": project_path(model), "data": project_path(data), "gold_tags": gold_tags,
         "gold_sentences": gold_sentences, "components": names, "tagging": parser.cfg.get("tagging"),
         "beam_width": nlp.get_pipe(parser_name).cfg.get("beam_width"),
         "words": n_words, "seconds": elapsed, "words_per_second": n_words / max(elapsed, 1e-9),

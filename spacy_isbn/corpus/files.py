@@ -140,6 +140,18 @@ def write_text(path, text: str) -> None:
         out.write(text)
 
 
+def project_path(path) -> str:
+    """``path`` as a report records it: relative to the current directory
+    (the project) when under it, else its file name; never a machine path."""
+    path = Path(path)
+    if not path.is_absolute():
+        return str(path)
+    try:
+        return str(Path(os.path.normpath(path)).relative_to(Path.cwd()))
+    except ValueError:
+        return path.name
+
+
 def write_json(path, data) -> None:
     """``data`` as indented JSON, whole or not at all."""
     write_text(path, srsly.json_dumps(data, indent=2) + "\n")

@@ -14,7 +14,7 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 
 from ..corpus.conll import SENTENCES_KEY
-from ..corpus.files import write_json, write_text
+from ..corpus.files import project_path, write_json, write_text
 from ..corpus.readers import gold_tagged_doc
 from .features import ARC_VARIABLES, DEP_VARIABLES, PAPER_VARIABLES, SliceEncoder
 from .metrics import MEASURES, adjacent_heads, score_heads
@@ -135,8 +135,8 @@ def corpus_report(name: str, dbn_model: Path, train_path: Path, test_path: Path,
     adjacent_u = max(systems["adjacent (right)"]["undirected"], systems["adjacent (left)"]["undirected"])
     main = systems["DBN"]
     return {
-        "corpus": name, "test": str(test_path), "dbn_model": str(dbn_model),
-        "isbn_model": str(isbn_model) if isbn_model else None,
+        "corpus": name, "test": project_path(test_path), "dbn_model": project_path(dbn_model),
+        "isbn_model": project_path(isbn_model) if isbn_model else None,
         "dbn_settings": {key: cfg.get(key, default) for key, default in (
             ("variables", None), ("n_words", None), ("alpha", None), ("backoff", 0.0), ("unk", "single"),
             ("k", 1))},

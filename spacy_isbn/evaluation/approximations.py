@@ -18,7 +18,7 @@ from spacy.training import Example
 from ..corpus.files import read_docbin
 from ..corpus.readers import gold_words_doc
 from ..errors import require_component
-from ..corpus.files import write_json
+from ..corpus.files import project_path, write_json
 
 APPROXIMATIONS = ("feedforward", "meanfield")
 
@@ -53,7 +53,7 @@ def approximation_speed(model: Path, dev: Path, train: Path, beams: Sequence[int
             batch, n_batch = [], 0
     if batch:
         batches.append(batch)
-    result: Dict = {"model": str(model), "iterations": iterations, "parse_words": n_parse,
+    result: Dict = {"model": project_path(model), "iterations": iterations, "parse_words": n_parse,
                     "train_words": n_train, "words_per_sec": {}}
     beam_before = parser.cfg["beam_width"]
     try:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..corpus.files import read_docbin
+from ..corpus.files import project_path, read_docbin
 from .documents import read_documents
 from .metrics import score_conll18, score_dependencies
 from .speed import (long_document_speed, median_speed, process_speedup, round_robin,
@@ -179,7 +179,7 @@ def _raw_documents(test_conll: Path, vocab, documents: Optional[Path], conllx_ta
     result's ``raw_text`` entry describing them (its systems added later)."""
     raw_refs, source = read_documents(test_conll, vocab, documents, conllx_tags=conllx_tags)
     raw_refs = raw_refs[: limit or None]
-    raw = {"test": str(test_conll), "documents": source, "docs": len(raw_refs),
+    raw = {"test": project_path(test_conll), "documents": source, "docs": len(raw_refs),
            "sentences": sum(len(d.user_data["isbn_sentences"]) for d in raw_refs),
            "words": sum(len(d) for d in raw_refs), "beams": [int(b) for b in raw_beams]}
     log(f"{test_conll}: {raw['docs']} documents ({source}), {raw['sentences']} sentences, "
@@ -440,8 +440,8 @@ def run_benchmark(
     baseline_timing = baseline_timing or Path(baseline_model).parent / TIMING_FILE
     isbn_timing = isbn_timing or Path(isbn_model).parent / TIMING_FILE
     return {
-        "treebank": treebank, "test": str(test_path), "isbn_model": str(isbn_model),
-        "baseline_model": str(baseline_model), "docs": len(refs), "sentences": n_sents,
+        "treebank": treebank, "test": project_path(test_path), "isbn_model": project_path(isbn_model),
+        "baseline_model": project_path(baseline_model), "docs": len(refs), "sentences": n_sents,
         "words": n_words, "batch_size": batch_size, "rounds": rounds, "beams": list(beams),
         "multiroot": p.multiroot, "settings": settings,
         "raw_text": raw,

@@ -20,7 +20,7 @@ import numpy
 import spacy
 from spacy.tokens import Doc
 
-from ..corpus.files import read_docbin, write_json, write_text
+from ..corpus.files import project_path, read_docbin, write_json, write_text
 from ..corpus.readers import sentence_starts
 from ..errors import UserError, require_component
 from .metrics import label_of
@@ -227,9 +227,10 @@ def calibration(model: Path, data: Path, *, baseline: Optional[Path] = None, hal
         systems["spacy_beam"] = {**scores, "confidence": "beam_parser vote share, beam "
                                  f"{parser.cfg.get('beam_width')}"}
         reliabilities += [{"system": "spacy_beam", "kind": k, "bins": b} for k, b in bins.items()]
-    return {"model": str(model), "data": str(data), "baseline": str(baseline) if baseline else None,
+    return {"model": project_path(model), "data": project_path(data),
+            "baseline": project_path(baseline) if baseline else None,
             "half": half, "docs": len(refs), "n_bins": n_bins,
-            "setting": f"Arcs of {data} ({half} half by document order: {len(refs)} documents) "
+            "setting": f"Arcs of {project_path(data)} ({half} half by document order: {len(refs)} documents) "
                        "parsed from gold words and gold sentence boundaries, tags predicted; every "
                        f"word, punctuation included; ECE over {n_bins} equal-width bins",
             "systems": systems, "reliability": reliabilities}

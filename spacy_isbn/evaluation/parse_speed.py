@@ -21,7 +21,7 @@ from typing import List
 
 import srsly
 
-from ..corpus.files import read_docbin, write_json
+from ..corpus.files import project_path, read_docbin, write_json
 from ..errors import UserError
 from ..parsing.shards import one_thread_each
 
@@ -124,7 +124,7 @@ def parse_benchmark(model: Path, corpus: Path, output: Path, words: int = 1_000_
     if importlib.util.find_spec("ray") is None:
         raise UserError("parse-benchmark times --engine ray too, which needs Ray: "
                         "pip install -e \".[ray]\"")
-    command = shlex.join(["spacy-isbn", "parse-benchmark", str(model), str(corpus), str(output),
+    command = shlex.join(["spacy-isbn", "parse-benchmark", *map(project_path, (model, corpus, output)),
                           "--words", str(words), "--workers", str(workers), "--shard-size",
                           str(shard_size), "--batch-size", str(batch_size), "--beam-width",
                           str(beam_width)])
@@ -164,7 +164,8 @@ def parse_benchmark(model: Path, corpus: Path, output: Path, words: int = 1_000_
                     f"{_cpus()} CPUs"),
         "method": METHOD,
         "command": command,
-        "model": str(model), "corpus": str(corpus), "words_asked": words, "corpus_text": sizes,
+        "model": project_path(model), "corpus": project_path(corpus), "words_asked": words,
+        "corpus_text": sizes,
         "workers": workers, "shard_size": shard_size, "batch_size": batch_size,
         "beam_width": beam_width, "cpus": _cpus(),
         "engines": rows,

@@ -17,7 +17,7 @@ from spacy.training import Example
 
 from .documents import read_documents
 from .metrics import score_conll18
-from ..corpus.files import write_json, write_text
+from ..corpus.files import project_path, write_json, write_text
 
 
 def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
@@ -87,14 +87,15 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
             seconds = time.perf_counter() - start
         scores = score_conll18([Example(p, r) for p, r in zip(preds, refs)])
         words = sum(len(r) for r in refs)
-        rows.append({**system, "components": names, "scores": scores, "seconds": seconds,
+        rows.append({**system, "model": project_path(system["model"]), "components": names,
+                     "scores": scores, "seconds": seconds,
                      "words_per_second": words / max(seconds, 1e-9)})
         print(f"{system['name']}: LAS {scores['las']:.2f}, "
               f"sentence F1 {scores['sentences']['f1']:.2f}, {words / seconds:.0f} words/s")
     reference = next((r["words_per_second"] for r in rows if r["name"].startswith("spaCy")), None)
     for row in rows:
         row["x_spacy"] = None if reference is None else row["words_per_second"] / reference
-    result = {"test": str(test), "documents": source, "docs": len(refs or []),
+    result = {"test": project_path(test), "documents": source, "docs": len(refs or []),
               "batch_size": batch_size,
               "words": sum(len(r) for r in refs or []), "systems": rows}
     Path(output).parent.mkdir(parents=True, exist_ok=True)

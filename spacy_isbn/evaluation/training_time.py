@@ -16,7 +16,7 @@ import srsly
 from spacy.util import registry
 
 from .systems import log
-from ..corpus.files import write_json
+from ..corpus.files import project_path, write_json
 
 TIMING_FILE = "train_timing.json"
 LOGGER = "spacy_isbn.TimedConsoleLogger.v1"
@@ -131,7 +131,8 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
     total = time.perf_counter() - start
     rows = read_evaluations(evaluations, started)
     result = training_timing(rows, total)
-    result.update(command=cmd, rows=rows, method=(
+    command = [project_path(a) if os.path.isabs(a) else a for a in cmd]  # no machine paths
+    result.update(command=command, rows=rows, method=(
         "wall time of the whole `spacy train` process; seconds_to_best = time at which "
         "the best evaluation was logged (measured), seconds_to_best_estimate = "
         "seconds_total * best_step / last_step"))
@@ -157,7 +158,7 @@ def load_timing(path: Optional[Path]) -> Optional[dict]:
         return None
     data = srsly.read_json(path)
     data.pop("rows", None)
-    data["path"] = str(path)
+    data["path"] = project_path(path)
     return data
 
 
@@ -195,6 +196,6 @@ def seconds_per_step(config: Path, *, train: Path, dev: Path, steps: int = 20, w
         seconds.append(time.perf_counter() - start)
         optimizer.step_schedules()  # as spacy train's loop does: the learning rate warms up
         words += sum(len(eg.reference) for eg in batch)
-    return {"config": str(config), "pipeline": nlp.pipe_names, "steps": steps,
+    return {"config": project_path(config), "pipeline": nlp.pipe_names, "steps": steps,
             "seconds_per_step": sum(seconds) / steps, "median_seconds": sorted(seconds)[steps // 2],
             "words_per_step": words / steps}

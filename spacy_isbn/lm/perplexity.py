@@ -14,6 +14,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..corpus.conll import read_conll
+from ..corpus.files import project_path
 from .ngram import KenLM, bits_of_log10, kenlm_binaries, lm_tokens
 
 
@@ -70,7 +71,7 @@ def perplexity_report(nlp: Language, train_path, test_path, *, beams: Sequence[i
         ngram.close()
     test_tokens = [t for s in sentences for t in lm_tokens(s, lexicon)]
     report = {
-        "train": str(train_path), "test": str(test_path), "component": model.name,
+        "train": project_path(train_path), "test": project_path(test_path), "component": model.name,
         "documents": len(test_docs), "sentences": len(sentences), "words": n_words,
         "events": events,
         "vocabulary": {"known_words": len(lexicon.tags_of_form), "unknown_classes": 8,

@@ -34,6 +34,7 @@ from typing import List, Sequence, Tuple
 
 import numpy
 
+from ..model.step import logsumexp
 from .levels import LEFT, N_LINKS, NONE, PAIR_OK, RIGHT
 
 START = N_LINKS  # the row of the start distribution in the transition counts
@@ -184,14 +185,14 @@ class LevelModel:
         for t in range(m - 1):
             cand = (alphas[-1][:, :, None, :, None] + self._step(em, t)[:, :, :, None, None]
                     + _CONTROL[None, None, :, :, :])
-            alphas.append(_logsumexp(cand, axis=(0, 3)))
+            alphas.append(logsumexp(cand, axis=(0, 3)))
         return alphas
 
     def log_partition(self, obs: numpy.ndarray) -> float:
         """log P(observations, CONTROL): the log joint summed over valid LINK sequences."""
         em = self.emissions(obs)
         alphas = self._forward(em)
-        return float(_logsumexp(alphas[-1][:, :, 1] + self._final(em), axis=(0, 1)))
+        return float(logsumexp(alphas[-1][:, :, 1] + self._final(em), axis=(0, 1)))
 
     def sample(self, obs: numpy.ndarray, rng: numpy.random.Generator) -> List[int]:
         """A LINK sequence drawn from P(LINKs | observations, CONTROL)."""
@@ -220,14 +221,6 @@ class LevelModel:
         model.trans_counts = numpy.asarray(msg["trans"], dtype="float64")
         model.obs_counts = [numpy.asarray(c, dtype="float64") for c in msg["obs"]]
         return model
-
-
-def _logsumexp(x: numpy.ndarray, axis) -> numpy.ndarray:
-    top = numpy.max(x, axis=axis, keepdims=True)
-    safe = numpy.where(numpy.isfinite(top), top, 0.0)
-    with numpy.errstate(divide="ignore"):
-        out = numpy.log(numpy.sum(numpy.exp(x - safe), axis=axis, keepdims=True)) + safe
-    return numpy.squeeze(out, axis=axis)
 
 
 def _draw(scores: numpy.ndarray, rng: numpy.random.Generator) -> Tuple[int, ...]:

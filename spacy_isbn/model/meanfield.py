@@ -27,6 +27,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy
 
+from .step import means
+
 HALVINGS = 4
 
 
@@ -48,10 +50,6 @@ class Observed:
         mask = None if self.mask is None else self.mask[keep]
         return Observed(self.rows[keep], self.W, self.b, mask, self.target[keep],
                         self.names, self.lo)
-
-
-def _sigmoid(a):
-    return 1.0 / (1.0 + numpy.exp(-a))
 
 
 def _entropy(a, mu):
@@ -165,7 +163,7 @@ class _Fused:
 
 def _evaluate(a, eta, fused: _Fused):
     """Objective, gradient dL/dmu and the decision distributions at ``a``."""
-    mu = _sigmoid(a)
+    mu = means(a)
     qs, logp_sum, expected = fused.expectations(mu)
     grad = eta - a + fused.target_W - expected
     value = _entropy(a, mu) + (mu * eta).sum(axis=1) + logp_sum.astype(a.dtype)

@@ -178,25 +178,26 @@ class History:
         return flush_table_gradient(self.core, self.d_table)
 
 
+def logsumexp(x, axis=-1, keepdims: bool = False) -> numpy.ndarray:
+    """log(sum(exp(x))) over ``axis`` (an int or a tuple), stably; -inf
+    where every entry is -inf.  The package's one log-sum-exp."""
+    top = x.max(axis=axis, keepdims=True)
+    top = numpy.where(numpy.isfinite(top), top, 0.0)
+    with numpy.errstate(divide="ignore"):
+        out = numpy.log(numpy.exp(x - top).sum(axis=axis, keepdims=True)) + top
+    return out if keepdims else numpy.squeeze(out, axis=axis)
+
+
 def log_softmax(logits):
-    mx = logits.max(axis=-1, keepdims=True)
-    return logits - (numpy.log(numpy.exp(logits - mx).sum(axis=-1, keepdims=True)) + mx)
-
-
-def logsumexp(logits) -> numpy.ndarray:
-    """Row-wise log-sum-exp."""
-    mx = logits.max(axis=1)
-    return numpy.log(numpy.exp(logits - mx[:, None]).sum(axis=1)) + mx
+    """Log-softmax over the last axis."""
+    return logits - logsumexp(logits, keepdims=True)
 
 
 def masked_log_softmax(logits, mask):
     """Log-softmax over the unmasked entries; a row with none is all -inf."""
     logits = numpy.where(mask, logits, -numpy.inf)
-    mx = logits.max(axis=-1, keepdims=True)
-    mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
-    z = numpy.exp(logits - mx).sum(axis=-1, keepdims=True)
-    lse = numpy.log(numpy.where(z > 0, z, 1.0)) + mx
-    return logits - lse
+    lse = logsumexp(logits, keepdims=True)
+    return logits - numpy.where(numpy.isfinite(lse), lse, 0.0)
 
 
 class DecisionHead:

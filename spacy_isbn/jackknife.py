@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import spacy
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import DocBin
 from spacy.util import load_config
 
-from .corpus.readers import JACKKNIFED_KEY as TAGS_KEY
+from .corpus.readers import JACKKNIFED_KEY as TAGS_KEY, words_doc
 
 PARSER_FACTORIES = ("isbn_parser",)
 
@@ -91,7 +91,7 @@ def jackknife(
         for k in range(folds):
             tagger = spacy.load(tmp / f"model{k}" / "model-best")
             held_out = [i for i in range(len(docs)) if i % folds == k]
-            words = [Doc(tagger.vocab, words=[t.text for t in docs[i]]) for i in held_out]
+            words = [words_doc(docs[i], tagger.vocab) for i in held_out]
             for i, pred in zip(held_out, tagger.pipe(words)):
                 docs[i].user_data[TAGS_KEY] = {
                     "tag": [t.tag_ for t in pred], "pos": [t.pos_ for t in pred],

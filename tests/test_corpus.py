@@ -411,3 +411,14 @@ def test_reports_record_project_paths_not_machine_paths(tmp_path, monkeypatch):
     assert project_path(tmp_path / "corpus" / "dev.spacy") == str(Path("corpus") / "dev.spacy")
     assert project_path(Path("training") / "model-best") == str(Path("training") / "model-best")
     assert project_path(tmp_path.parent / "elsewhere" / "model-best") == "model-best"
+
+
+def test_words_doc_keeps_words_and_spaces_only(vocab):
+    from spacy_isbn.corpus.readers import words_doc
+
+    ref = Doc(vocab, words=["It", "works", "."], spaces=[True, False, False], tags=["PRP", "VBZ", "."],
+              sent_starts=[True, False, False])
+    doc = words_doc(ref, sent_starts=[True, False, True])
+    assert doc.text == ref.text and doc.vocab is ref.vocab and not doc.has_annotation("TAG")
+    assert [t.is_sent_start for t in doc] == [True, False, True]
+    assert not words_doc(ref, spacy.blank("en").vocab).has_annotation("SENT_START")

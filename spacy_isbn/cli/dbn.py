@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import srsly
 
-from ._util import Arg, Opt, app, numbers, require
+from ._util import Arg, Opt, app, load_pipeline, numbers, require
 
 
 @app.command("dbn-data")
@@ -34,8 +34,6 @@ def dbn_report(corpus_dir: Path, out_dir: Path, models: dict, kbest: Sequence[in
     """The paper's measures for the DBN, the baselines and isbn_parser on the
     test splits of WSJ10 and EWT10 (``models``: ``{(corpus, "dbn"|"isbn"): path}``),
     plus the dev sweeps, as JSON and Markdown in ``out_dir``."""
-    import spacy
-
     from ..dbn.features import ARC_VARIABLES, PAPER_VARIABLES
     from ..dbn.report import alpha_sweep, corpus_report, dev_variants, write_report
 
@@ -50,7 +48,7 @@ def dbn_report(corpus_dir: Path, out_dir: Path, models: dict, kbest: Sequence[in
         print(f"{name}: DBN directed {result['systems']['DBN']['directed']:.1f}, "
               f"undirected {result['systems']['DBN']['undirected']:.1f}")
     ewt = corpus_dir / "ewt10"
-    shipped = spacy.load(models["ewt10", "dbn"]).get_pipe("dbn_parser").cfg
+    shipped = load_pipeline(models["ewt10", "dbn"]).get_pipe("dbn_parser").cfg
     sets = {"paper's slice": PAPER_VARIABLES, "with observation arcs": ARC_VARIABLES}
     n_words_of = {}
     if list(shipped["variables"]) not in [list(v) for v in sets.values()]:

@@ -20,9 +20,9 @@ import srsly
 from ..corpus.conll import docs_to_conll
 from ..corpus.fetch import asset_meta
 from ..corpus.files import project_path, read_docbin, write_json, write_text
-from ..corpus.readers import gold_tagged_doc, sentence_starts
+from ..corpus.readers import gold_tagged_doc, sentence_starts, words_doc
 from ..evaluation.metrics import score_conll18, score_dependencies
-from ._util import Arg, CliError, Opt, app, at_least, numbers, output_file, require
+from ._util import Arg, CliError, Opt, app, at_least, load_pipeline, numbers, output_file, require
 from .data import TREEBANK_HELP
 
 
@@ -122,7 +122,7 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     from ..evaluation.reranking import correct_arcs, fit_weights, report
     from ..pipes.isbn_reranker import FEATURES
 
-    nlp = spacy.load(require(model, "pipeline"))
+    nlp = load_pipeline(model)
     names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
     if not names:
         raise CliError(f"{model}: no isbn_reranker component to choose the weight of "
@@ -134,8 +134,7 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     halves = {}
     for half in ("first", "second"):
         refs = half_of(read_docbin(require(dev, "corpus"), nlp.vocab), half)
-        inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
-                                   spaces=[bool(t.whitespace_) for t in d]) for d in refs]
+        inputs = [words_doc(d, nlp.vocab) for d in refs]
         with nlp.select_pipes(disable=[name]):
             preds = list(nlp.pipe(inputs, batch_size=batch_size))
         entries, n_arcs = [], 0
@@ -193,7 +192,7 @@ def evaluate(
     components (e.g. a senter, to let the parser find the boundaries)."""
     from spacy.training import Example
 
-    nlp = spacy.load(require(model, "pipeline"))
+    nlp = load_pipeline(model)
     parser_names = [name for name in nlp.pipe_names if name.endswith("parser")]
     if not parser_names:
         raise CliError(f"{model}: no parser component to evaluate "
@@ -224,9 +223,7 @@ def evaluate(
                  or (reads_vectors and nlp.get_pipe_meta(n).factory == "tok2vec")
                  or nlp.get_pipe_meta(n).factory == "isbn_reranker"]
     else:
-        inputs = [spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d],
-                                   spaces=[bool(t.whitespace_) for t in d],
-                                   sent_starts=sentence_starts(d) if gold_sentences else None)
+        inputs = [words_doc(d, nlp.vocab, sentence_starts(d) if gold_sentences else None)
                   for d in refs]
         names = [n for n in nlp.pipe_names if n not in off]
     with nlp.select_pipes(enable=names):

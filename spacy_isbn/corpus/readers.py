@@ -46,13 +46,16 @@ def gold_words_doc(reference: Doc, gold_tags: bool = False, gold_sentences: bool
             morphs=[str(t.morph) for t in reference],
             lemmas=[t.lemma_ for t in reference],
         )
-    return Doc(
-        reference.vocab,
-        words=[t.text for t in reference],
-        spaces=[bool(t.whitespace_) for t in reference],
-        sent_starts=sent_starts,
-        **tags,
-    )
+    return words_doc(reference, sent_starts=sent_starts, **tags)
+
+
+def words_doc(reference: Doc, vocab=None, sent_starts=None, **annotation) -> Doc:
+    """A fresh Doc of ``reference``'s words and spaces (in ``vocab``, default
+    its own), for a pipeline to annotate: nothing else but ``sent_starts``
+    and any ``annotation`` given (``tags=``, ``pos=``, ...)."""
+    return Doc(reference.vocab if vocab is None else vocab, words=[t.text for t in reference],
+               spaces=[bool(t.whitespace_) for t in reference], sent_starts=sent_starts,
+               **annotation)
 
 
 def gold_tagged_doc(reference: Doc, gold_sentences: bool = False) -> Doc:

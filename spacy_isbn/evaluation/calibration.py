@@ -21,7 +21,7 @@ import spacy
 from spacy.tokens import Doc
 
 from ..corpus.files import project_path, read_docbin, write_json, write_text
-from ..corpus.readers import sentence_starts
+from ..corpus.readers import sentence_starts, words_doc
 from ..errors import UserError, require_component
 from .metrics import label_of
 from .report import _COLORS, svg_open
@@ -59,8 +59,7 @@ def expected_calibration_error(confidence: Sequence[float], correct: Sequence[bo
 
 def gold_word_docs(vocab, refs: Sequence[Doc]) -> List[Doc]:
     """The gold docs' words and sentence starts, nothing else."""
-    return [Doc(vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d],
-                sent_starts=sentence_starts(d)) for d in refs]
+    return [words_doc(d, vocab, sentence_starts(d)) for d in refs]
 
 
 def arcs_of(preds: Sequence[Doc], refs: Sequence[Doc], head_probs, dep_probs) -> Dict[str, list]:

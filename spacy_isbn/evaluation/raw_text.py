@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import spacy
-from spacy.tokens import Doc
 from spacy.training import Example
 
 from .documents import read_documents
 from .metrics import score_conll18
 from ..corpus.files import project_path, write_json, write_text
+from ..corpus.readers import words_doc
 
 
 def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
@@ -79,8 +79,7 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
         if refs is None:
             refs, source = read_documents(test, nlp.vocab, documents)
         names = configure_system(nlp, system)
-        inputs = [Doc(nlp.vocab, words=[t.text for t in r], spaces=[bool(t.whitespace_) for t in r])
-                  for r in refs]
+        inputs = [words_doc(r, nlp.vocab) for r in refs]
         with nlp.select_pipes(enable=names):
             start = time.perf_counter()
             preds = list(nlp.pipe(inputs, batch_size=batch_size))

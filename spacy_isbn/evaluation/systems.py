@@ -63,9 +63,7 @@ def input_docs(refs, setting: str, relax: bool, vocab=None):
     starts (``pipeline``) or words only (``raw``), the words-only ones in
     ``vocab`` (default: the refs'); ``relax`` leaves non-starts unknown instead
     of forbidden (multi-root treebanks, spaCy's parser)."""
-    from spacy.tokens import Doc
-
-    from spacy_isbn.corpus.readers import gold_tagged_doc, sentence_starts
+    from spacy_isbn.corpus.readers import gold_tagged_doc, sentence_starts, words_doc
 
     out = []
     for ref in refs:
@@ -77,8 +75,6 @@ def input_docs(refs, setting: str, relax: bool, vocab=None):
                         token.is_sent_start = None
         else:
             starts = None if setting == RAW else sentence_starts(ref)
-            doc = Doc(ref.vocab if vocab is None else vocab, words=[t.text for t in ref],
-                      spaces=[bool(t.whitespace_) for t in ref],
-                      sent_starts=_relaxed_starts(starts) if relax and starts else starts)
+            doc = words_doc(ref, vocab, _relaxed_starts(starts) if relax and starts else starts)
         out.append(doc)
     return out

@@ -1,12 +1,14 @@
 """The CLI's app, its one error path, and helpers its commands share.
 
-Commands are thin typer functions that check their arguments and call a
-plain function (as in ``spacy/cli/``); a mistake in what was asked for is
-raised as :class:`spacy_isbn.errors.UserError` and shown as one line."""
+Commands are thin typer functions that call a plain function (as in
+``spacy/cli/``).  Typer checks ranges (``min=``), paths (``exists=``,
+``dir_okay=``) and choices (:func:`choice`); a mistake it finds, or a
+:class:`spacy_isbn.errors.UserError` raised later, is shown as one line."""
 import subprocess
 import sys
+from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterable, List, Optional, Type
 
 import typer
 
@@ -14,13 +16,17 @@ from ..errors import UserError
 
 app = typer.Typer(
     name="spacy-isbn",
-    help="ISBN parsers for spaCy: data, training, evaluation, benchmarks, corpus parsing.",
+    help="ISBN parsers for spaCy: data, training and evaluation, benchmarks, corpus parsing, "
+         "language model, treebank errors, calibration, constituency, DBN, packaging, results doc.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 Arg = typer.Argument
 Opt = typer.Option
+# typer's own path checks, as keyword arguments of Arg and Opt
+IN_FILE = dict(exists=True, dir_okay=False)  # a file to read
+IN_DIR = dict(exists=True, file_okay=False)  # a directory to read (a saved pipeline, ...)
 # click's error classes, from whichever click typer uses (newer typers vendor their own)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 _USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
@@ -70,11 +76,17 @@ def load_pipeline(model: Path):
     return spacy.load(require(model, "pipeline"))
 
 
-def output_file(path: Optional[Path], what: str = "output") -> Optional[Path]:
-    """``path``, a file to write (it may exist); refused up front when it is a
-    directory, before any work is done."""
-    if path is not None and Path(path).is_dir():
-        raise CliError(f"{what} {path} is a directory: give a file name")
+def choice(name: str, values: Iterable[str]) -> Type[Enum]:
+    """A str Enum of ``values``, for typer to offer and check as a choice;
+    the command passes on the member's ``.value``."""
+    return Enum(name, {v: v for v in values}, type=str)
+
+
+def output_file(path: Path) -> Path:
+    """``path``, a file to write that no argument names directly (typer
+    checks those): refused up front when it is a directory."""
+    if Path(path).is_dir():
+        raise CliError(f"{path} is a directory: give a file name")
     return path
 
 
@@ -88,10 +100,3 @@ def numbers(text: str, option: str, kind=float, minimum=None) -> list:
     if minimum is not None and any(v < minimum for v in values):
         raise CliError(f"{option} {text!r}: each must be at least {minimum}")
     return values
-
-
-def at_least(value, minimum, option: str):
-    """``value`` if it is at least ``minimum``, else a one-line error."""
-    if value is not None and value < minimum:
-        raise CliError(f"{option} {value}: must be at least {minimum}")
-    return value

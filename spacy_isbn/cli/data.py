@@ -6,51 +6,42 @@
 from pathlib import Path
 from typing import Optional
 
-from ..corpus.conll import CONLLX_TAGS, convert
+from ..corpus.conll import CONLLX_TAGS, FORMATS, convert
 from ..corpus.files import read_text
 from ..corpus.fetch import SPLITS, asset_meta, fetch
-from ._util import Arg, CliError, Opt, app, at_least, output_file, require
+from ._util import IN_FILE, Arg, CliError, Opt, app, choice, require
 
 TREEBANK_HELP = "ewt (= UD_English-EWT), ddt (Danish, CoNLL-X) or a UD treebank, e.g. UD_Dutch-LassySmall"
 CONLLX_TAGS_HELP = ("CoNLL-X only: the tag column that becomes token.tag_, and after '+' the one also "
                     "kept as a morphological feature (CPOSTAG=NC)")
-
-
-def conllx_tags_option(value: str) -> str:
-    if value not in CONLLX_TAGS:
-        raise CliError(f"--conllx-tags {value!r}: one of {', '.join(CONLLX_TAGS)}")
-    return value
+ConllxTags = choice("ConllxTags", CONLLX_TAGS)
+ConllFormat = choice("ConllFormat", ("auto",) + FORMATS)
 
 
 @app.command("fetch")
 def fetch_cli(
     treebank: str = Arg(..., help=TREEBANK_HELP),
-    out_dir: Path = Arg(..., help="the treebank goes to OUT_DIR/TREEBANK"),
+    out_dir: Path = Arg(..., help="the treebank goes to OUT_DIR/TREEBANK", file_okay=False),
     data_dir: Optional[Path] = Opt(None, "--data-dir", help="holds ud/<UD treebank>/ and conllx/danish_ddt/"),
     ud_tag: Optional[str] = Opt(None, "--ud-tag",
                                 help="UD release to download when not in --data-dir, e.g. r2.16 (default: the latest)"),
 ):
     """Get a treebank: copy it from --data-dir, else download it."""
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise CliError(f"OUT_DIR {out_dir} is a file: give a directory")
     fetch(treebank, out_dir, data_dir, ud_tag=ud_tag or None)
 
 
 @app.command("convert")
 def convert_cli(
-    input: Path = Arg(..., help="a CoNLL-U or CoNLL-X file"),
-    output: Path = Arg(..., help="the .spacy file to write"),
-    n_sents: int = Opt(10, "--n-sents", help="sentences per Doc (without # newdoc comments)"),
-    fmt: str = Opt("auto", "--format", help="auto, conllu or conllx"),
+    input: Path = Arg(..., help="a CoNLL-U or CoNLL-X file", **IN_FILE),
+    output: Path = Arg(..., help="the .spacy file to write", dir_okay=False),
+    n_sents: int = Opt(10, "--n-sents", min=1, help="sentences per Doc (without # newdoc comments)"),
+    fmt: ConllFormat = Opt("auto", "--format"),
     lang: str = Opt("xx", "--lang", help="the spaCy language of the Docs"),
-    conllx_tags: str = Opt("postag", "--conllx-tags", help=CONLLX_TAGS_HELP),
+    conllx_tags: ConllxTags = Opt("postag", "--conllx-tags", help=CONLLX_TAGS_HELP),
 ):
     """Convert a CoNLL-X/CoNLL-U file to a .spacy corpus."""
-    if fmt not in ("auto", "conllu", "conllx"):
-        raise CliError(f"--format {fmt!r}: one of auto, conllu, conllx")
-    language_option(lang)
-    n = convert(require(input, "CoNLL file"), output_file(output), n_sents=at_least(n_sents, 1, "--n-sents"),
-                fmt=fmt, lang=lang, conllx_tags=conllx_tags_option(conllx_tags))
+    n = convert(input, output, n_sents=n_sents, fmt=fmt.value, lang=language_option(lang),
+                conllx_tags=conllx_tags.value)
     print(f"{input}: {n} sentences -> {output}")
 
 
@@ -81,6 +72,7 @@ def split_dev(input_path: Path, train_out: Path, dev_out: Path, dev_fraction: fl
 
 
 def dev_fraction_option(value: float) -> float:
+    """``value``, strictly between 0 and 1 (typer's ranges are closed)."""
     if not 0 < value < 1:
         raise CliError(f"--dev-fraction {value}: must be between 0 and 1")
     return value
@@ -88,14 +80,13 @@ def dev_fraction_option(value: float) -> float:
 
 @app.command("split")
 def split_cli(
-    input: Path = Arg(..., help="a CoNLL file"),
-    train_out: Path = Arg(...),
-    dev_out: Path = Arg(...),
+    input: Path = Arg(..., help="a CoNLL file", **IN_FILE),
+    train_out: Path = Arg(..., dir_okay=False),
+    dev_out: Path = Arg(..., dir_okay=False),
     dev_fraction: float = Opt(0.05, "--dev-fraction", help="the share of sentences held out"),
 ):
     """Hold out the end of a CoNLL file as dev."""
-    split_dev(input, output_file(train_out, "TRAIN_OUT"), output_file(dev_out, "DEV_OUT"),
-              dev_fraction_option(dev_fraction))
+    split_dev(input, train_out, dev_out, dev_fraction_option(dev_fraction))
 
 
 def prepare(treebank: str, asset_dir: Path, corpus_dir: Path, dev_fraction: float,
@@ -126,8 +117,7 @@ def prepare_cli(
     asset_dir: Path = Arg(..., help="where fetch put the treebank"),
     corpus_dir: Path = Arg(..., help="train/dev/test.spacy go here"),
     dev_fraction: float = Opt(0.05, "--dev-fraction", help="held out of train when there is no dev split"),
-    conllx_tags: str = Opt("postag", "--conllx-tags", help=CONLLX_TAGS_HELP),
+    conllx_tags: ConllxTags = Opt("postag", "--conllx-tags", help=CONLLX_TAGS_HELP),
 ):
     """Convert a fetched treebank (train/dev/test) to .spacy."""
-    prepare(treebank, asset_dir, corpus_dir, dev_fraction_option(dev_fraction),
-            conllx_tags_option(conllx_tags))
+    prepare(treebank, asset_dir, corpus_dir, dev_fraction_option(dev_fraction), conllx_tags.value)

@@ -10,19 +10,20 @@ from typing import Optional, Sequence
 
 import srsly
 
-from ._util import Arg, Opt, app, load_pipeline, numbers, require
+from ._util import IN_DIR, Arg, Opt, app, load_pipeline, numbers
+
+TRAINED = "trained {} pipeline (the dbn workflow's training steps)"
 
 
 @app.command("dbn-data")
 def dbn_data_cli(
-    data_dir: Path = Arg(..., help="holds ptb-sample/ and ud/UD_English-EWT/"),
+    data_dir: Path = Arg(..., help="holds ptb-sample/ and ud/UD_English-EWT/", **IN_DIR),
     corpus_dir: Path = Arg(..., help="CORPUS_DIR/wsj10 and CORPUS_DIR/ewt10 are written"),
     seed: int = Opt(0, "--seed", help="of WSJ10's random 9:1 split"),
 ):
     """WSJ10 and EWT10 (punctuation removed, <= 10 words) -> CORPUS_DIR/wsj10, CORPUS_DIR/ewt10."""
     from ..dbn.data import build_ewt10, build_wsj10
 
-    require(data_dir, "data directory")
     for build, name in ((build_wsj10, "wsj10"), (build_ewt10, "ewt10")):
         stats = build(data_dir, corpus_dir / name, **({"seed": seed} if name == "wsj10" else {}))
         print(f"{name}: " + ", ".join(f"{s} {stats[s]['sentences']} sentences / {stats[s]['words']} words"
@@ -63,10 +64,12 @@ def dbn_report(corpus_dir: Path, out_dir: Path, models: dict, kbest: Sequence[in
 
 @app.command("dbn-report")
 def dbn_report_cli(
-    wsj10_dbn: Path = Opt(..., "--wsj10-dbn", help="trained dbn_parser pipeline"),
-    ewt10_dbn: Path = Opt(..., "--ewt10-dbn", help="trained dbn_parser pipeline"),
-    wsj10_isbn: Optional[Path] = Opt(None, "--wsj10-isbn", help="trained isbn_parser pipeline (row left out if not given)"),
-    ewt10_isbn: Optional[Path] = Opt(None, "--ewt10-isbn", help="trained isbn_parser pipeline (row left out if not given)"),
+    wsj10_dbn: Path = Opt(..., "--wsj10-dbn", **IN_DIR, help=TRAINED.format("dbn_parser")),
+    ewt10_dbn: Path = Opt(..., "--ewt10-dbn", **IN_DIR, help=TRAINED.format("dbn_parser")),
+    wsj10_isbn: Optional[Path] = Opt(None, "--wsj10-isbn", **IN_DIR,
+                                     help=TRAINED.format("isbn_parser") + "; row left out if not given"),
+    ewt10_isbn: Optional[Path] = Opt(None, "--ewt10-isbn", **IN_DIR,
+                                     help=TRAINED.format("isbn_parser") + "; row left out if not given"),
     corpus_dir: Path = Opt(Path("corpus"), "--corpus-dir"),
     out_dir: Path = Opt(Path("metrics"), "--out-dir"),
     kbest: str = Opt("5", "--kbest", help="k of the k-best rows, comma-separated"),
@@ -77,5 +80,5 @@ def dbn_report_cli(
     for key, path in ((("wsj10", "dbn"), wsj10_dbn), (("ewt10", "dbn"), ewt10_dbn),
                       (("wsj10", "isbn"), wsj10_isbn), (("ewt10", "isbn"), ewt10_isbn)):
         if path is not None:
-            models[key] = require(path, "pipeline (run the dbn workflow's training steps)")
+            models[key] = path
     dbn_report(corpus_dir, out_dir, models, numbers(kbest, "--kbest", int, 1), paper_alpha)

@@ -8,7 +8,7 @@ from typing import List
 
 import srsly
 
-from ._util import Arg, CliError, app, output_file
+from ._util import IN_DIR, Arg, CliError, app
 from ..corpus.files import write_text
 
 # (file in metrics/, section title, the project command that writes it)
@@ -107,8 +107,8 @@ def results_doc(metrics_dir: Path, output: Path) -> List[str]:
 
 @app.command("results-doc")
 def results_doc_cli(
-    metrics_dir: Path = Arg(Path("metrics"), help="the project's metrics directory"),
-    output: Path = Arg(Path("docs/results.md"), help="the Markdown file to write"),
+    metrics_dir: Path = Arg(Path("metrics"), help="the project's metrics directory", **IN_DIR),
+    output: Path = Arg(Path("docs/results.md"), help="the Markdown file to write", dir_okay=False),
 ):
     """Write docs/results.md from the measured reports in metrics/."""
-    results_doc(metrics_dir, output_file(output))
+    results_doc(metrics_dir, output)

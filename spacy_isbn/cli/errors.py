@@ -9,23 +9,17 @@ import srsly
 
 from ..corpus.conll import read_conll
 from ..corpus.files import atomic_open, project_path, write_json
-from ._util import Arg, CliError, Opt, app, load_pipeline, output_file, require
+from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, choice, load_pipeline, output_file
 
 TAGS_HELP = "tags the model reads: 'pipeline' (its own tagger and morphologizer) or 'gold' (the file's)"
-
+Tags = choice("Tags", ("pipeline", "gold"))
 
 
 def _sentences(path: Path) -> list:
-    sentences = list(read_conll(require(path, "treebank")))
+    sentences = list(read_conll(path))
     if not sentences:
         raise CliError(f"{path}: no sentences")
     return sentences
-
-
-def _tags(tags: str) -> str:
-    if tags not in ("pipeline", "gold"):
-        raise CliError(f"--tags {tags!r}: one of pipeline, gold")
-    return tags
 
 
 def _finite(value: float) -> Optional[float]:
@@ -41,10 +35,11 @@ def _write_rows(path: Path, header, rows) -> None:
 
 @app.command("score-trees")
 def score_trees_cli(
-    model: Path = Arg(..., help="a saved pipeline with an isbn_reranker or isbn_parser"),
-    treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees"),
-    output: Path = Arg(..., help=".tsv (one row per arc) or .jsonl (one line per sentence)"),
-    tags: str = Opt("pipeline", "--tags", help=TAGS_HELP),
+    model: Path = Arg(..., help="a saved pipeline with an isbn_reranker or isbn_parser", **IN_DIR),
+    treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees", **IN_FILE),
+    output: Path = Arg(..., help=".tsv (one row per arc) or .jsonl (one line per sentence)",
+                       dir_okay=False),
+    tags: Tags = Opt("pipeline", "--tags", help=TAGS_HELP),
     component: Optional[str] = Opt(None, "--component",
                                    help="the scoring component (default: the isbn_reranker, else the isbn_parser)"),
 ):
@@ -53,9 +48,8 @@ def score_trees_cli(
 
     if output.suffix not in (".tsv", ".jsonl"):
         raise CliError(f"{output}: give a .tsv or .jsonl output")
-    output_file(output)
     sentences = _sentences(treebank)
-    scores = score_treebank(load_pipeline(model), sentences, _tags(tags), component, where=model)
+    scores = score_treebank(load_pipeline(model), sentences, tags.value, component, where=model)
     if output.suffix == ".jsonl":
         with atomic_open(output, "w") as f:
             for row in scores:  # JSON has no -inf: null, with the reason
@@ -74,17 +68,18 @@ def score_trees_cli(
 
 @app.command("find-errors")
 def find_errors_cli(
-    model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker"),
-    treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees"),
-    output: Path = Arg(..., help="arcs ranked, .tsv; the sentences go to OUTPUT.sentences.tsv"),
-    tags: str = Opt("pipeline", "--tags", help=TAGS_HELP),
+    model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker",
+                      **IN_DIR),
+    treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees", **IN_FILE),
+    output: Path = Arg(..., help="arcs ranked, .tsv; the sentences go to OUTPUT.sentences.tsv",
+                       dir_okay=False),
+    tags: Tags = Opt("pipeline", "--tags", help=TAGS_HELP),
 ):
     """Rank a treebank's arcs (and sentences) by how strongly the model prefers another head or label."""
     from ..evaluation.error_finding import find_errors
 
-    output_file(output)
     sentences_out = output_file(output.with_name(output.stem + ".sentences.tsv"))
-    arcs, sents = find_errors(load_pipeline(model), _sentences(treebank), _tags(tags), where=model)
+    arcs, sents = find_errors(load_pipeline(model), _sentences(treebank), tags.value, where=model)
     _write_rows(output, ("sent_id", "id", "form", "head", "deprel", "suggested_head",
                          "suggested_deprel", "score"),
                 ((a["sent_id"], a["id"], a["form"], a["head"], a["deprel"], a["suggested_head"],
@@ -96,33 +91,32 @@ def find_errors_cli(
 
 @app.command("error-finder-eval")
 def error_finder_eval_cli(
-    model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker"),
-    dev: Path = Arg(..., help="a CoNLL-U file with trees (dev)"),
-    output: Path = Arg(..., help="metrics JSON"),
-    baseline: Optional[Path] = Opt(None, "--baseline", help="a spaCy pipeline whose parser's disagreements are the baseline"),
+    model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker",
+                      **IN_DIR),
+    dev: Path = Arg(..., help="a CoNLL-U file with trees (dev)", **IN_FILE),
+    output: Path = Arg(..., help="metrics JSON", dir_okay=False),
+    baseline: Optional[Path] = Opt(None, "--baseline", **IN_DIR,
+                                   help="a spaCy pipeline whose parser's disagreements are the baseline"),
     rate: float = Opt(0.02, "--rate", help="share of the arcs changed"),
     seed: int = Opt(0, "--seed"),
-    train: Optional[Path] = Opt(None, "--train",
+    train: Optional[Path] = Opt(None, "--train", **IN_FILE,
                                 help="CoNLL-U whose labels per POS pair the label swaps draw from (default: DEV)"),
-    tags: str = Opt("pipeline", "--tags", help=TAGS_HELP),
-    limit: int = Opt(0, "--limit", help="only the first N sentences (0: all)"),
+    tags: Tags = Opt("pipeline", "--tags", help=TAGS_HELP),
+    limit: int = Opt(0, "--limit", min=0, help="only the first N sentences (0: all)"),
 ):
     """Plant errors in a treebank and measure how well find-errors (and a spaCy parser) finds them."""
     from ..evaluation.corruption import label_table
     from ..evaluation.error_finding import evaluate_error_finder
 
-    if not 0 < rate < 1:
+    if not 0 < rate < 1:  # typer's ranges are closed
         raise CliError(f"--rate {rate}: must be between 0 and 1")
-    if limit < 0:
-        raise CliError(f"--limit {limit}: must be at least 0")
-    output_file(output)
     sentences = _sentences(dev)
     if limit:
         sentences = sentences[:limit]
-    labels = label_table(read_conll(require(train, "training treebank")) if train else sentences)
+    labels = label_table(read_conll(train) if train else sentences)
     base = load_pipeline(baseline) if baseline is not None else None
     metrics = evaluate_error_finder(load_pipeline(model), sentences, rate=rate, seed=seed, labels=labels,
-                                    baseline=base, tags=_tags(tags), where=model)
+                                    baseline=base, tags=tags.value, where=model)
     metrics.update(model=project_path(model), dev=project_path(dev),
                    baseline_model=project_path(baseline) if baseline else None)
     write_json(output, metrics)

@@ -4,46 +4,44 @@
 from pathlib import Path
 from typing import Optional
 
-from ._util import Arg, CliError, Opt, app, load_pipeline, at_least, numbers, output_file, require
+from ._util import IN_DIR, IN_FILE, Arg, Opt, app, choice, load_pipeline, numbers
 
 BEAM_HELP = "the word-synchronous beam's width (wider: tighter estimates, slower)"
 TAG_TOP_K_HELP = "tags (and morphological bundles per tag) expanded per word"
-
+SurprisalInput = choice("SurprisalInput", ("auto", "text", "conllu"))
 
 
 @app.command("surprisal")
 def surprisal_cli(
-    model: Path = Arg(..., help="a saved pipeline with a generative ISBN (isbn_reranker or isbn_parser)"),
-    input: Path = Arg(..., help="plain text (a sentence per line) or CoNLL-U (.conllu, its words)"),
-    output: Path = Arg(..., help="the TSV to write: sentence_id (the sentence's number; blank lines do not count) token_id token surprisal"),
-    input_format: str = Opt("auto", "--input-format", help="auto (by suffix), text or conllu"),
-    beam_width: int = Opt(10, "--beam-width", help=BEAM_HELP),
-    tag_top_k: int = Opt(20, "--tag-top-k", help=TAG_TOP_K_HELP),
+    model: Path = Arg(..., help="a saved pipeline with a generative ISBN (isbn_reranker or isbn_parser)",
+                      **IN_DIR),
+    input: Path = Arg(..., help="plain text (a sentence per line) or CoNLL-U (.conllu, its words)",
+                      **IN_FILE),
+    output: Path = Arg(..., help="the TSV to write: sentence_id (the sentence's number; blank lines do not count) token_id token surprisal",
+                       dir_okay=False),
+    input_format: SurprisalInput = Opt("auto", "--input-format", help="auto: by suffix"),
+    beam_width: int = Opt(10, "--beam-width", min=1, help=BEAM_HELP),
+    tag_top_k: int = Opt(20, "--tag-top-k", min=1, help=TAG_TOP_K_HELP),
     parts: bool = Opt(False, "--parts", help="add the syntactic and lexical parts as two more columns"),
 ):
     """Word-by-word surprisal (bits) of each sentence, in lm-zoo's get-surprisals format."""
     from ..lm.surprisal_tsv import write_surprisals
 
-    if input_format not in ("auto", "text", "conllu"):
-        raise CliError(f"--input-format {input_format!r}: auto, text or conllu")
-    require(input, "input")
-    output_file(output)
-    n = write_surprisals(load_pipeline(model), input, output, fmt=input_format, parts=parts,
-                         beam_width=at_least(beam_width, 1, "--beam-width"),
-                         tag_top_k=at_least(tag_top_k, 1, "--tag-top-k"))
+    n = write_surprisals(load_pipeline(model), input, output, fmt=input_format.value, parts=parts,
+                         beam_width=beam_width, tag_top_k=tag_top_k)
     print(f"{n} sentences -> {output}")
 
 
 @app.command("perplexity")
 def perplexity_cli(
-    model: Path = Arg(..., help="a saved pipeline with a generative ISBN"),
-    train: Path = Arg(..., help="the training split (CoNLL-U) the n-gram model learns from"),
-    test: Path = Arg(..., help="the test split (CoNLL-U; # newdoc marks its documents)"),
-    output: Path = Arg(..., help="the metrics JSON (a .md table beside it)"),
+    model: Path = Arg(..., help="a saved pipeline with a generative ISBN", **IN_DIR),
+    train: Path = Arg(..., help="the training split (CoNLL-U) the n-gram model learns from", **IN_FILE),
+    test: Path = Arg(..., help="the test split (CoNLL-U; # newdoc marks its documents)", **IN_FILE),
+    output: Path = Arg(..., help="the metrics JSON (a .md table beside it)", dir_okay=False),
     beams: str = Opt("10,50", "--beams", help="beam widths, comma-separated"),
-    order: int = Opt(5, "--order", help="the n-gram model's order"),
+    order: int = Opt(5, "--order", min=1, help="the n-gram model's order"),
     kenlm: Optional[Path] = Opt(None, "--kenlm", help="the directory of KenLM's lmplz and query (default: the PATH)"),
-    tag_top_k: int = Opt(20, "--tag-top-k", help=TAG_TOP_K_HELP),
+    tag_top_k: int = Opt(20, "--tag-top-k", min=1, help=TAG_TOP_K_HELP),
 ):
     """Per-word perplexity of the ISBN against a modified Kneser-Ney n-gram model, same vocabulary."""
     from ..corpus.files import write_json, write_text
@@ -51,12 +49,9 @@ def perplexity_cli(
     from ..lm.perplexity import perplexity_markdown, perplexity_report
 
     widths = numbers(beams, "--beams", int, 1)
-    output_file(output)
     kenlm_binaries(kenlm)  # refused before any work
-    report = perplexity_report(load_pipeline(model), require(train, "train split"),
-                               require(test, "test split"), beams=widths,
-                               order=at_least(order, 1, "--order"), kenlm=kenlm,
-                               tag_top_k=at_least(tag_top_k, 1, "--tag-top-k"))
+    report = perplexity_report(load_pipeline(model), train, test, beams=widths, order=order,
+                               kenlm=kenlm, tag_top_k=tag_top_k)
     write_json(output, report)
     write_text(output.with_suffix(".md"), perplexity_markdown(report))
     print(perplexity_markdown(report))

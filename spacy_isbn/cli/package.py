@@ -11,7 +11,7 @@ from typing import Optional
 
 import srsly
 
-from ._util import Arg, CliError, Opt, app, require
+from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, require
 
 SCORES = ("las", "uas", "upos", "xpos", "ufeats")
 
@@ -65,11 +65,13 @@ def package(model: Path, output_dir: Path, name: str, version: str,
 
 @app.command("package")
 def package_cli(
-    model: Path = Arg(..., help="a trained pipeline, e.g. training/ewt/model-best"),
-    output_dir: Path = Arg(..., help="the package goes to OUTPUT_DIR/<lang>_<name>-<version>"),
+    model: Path = Arg(..., help="a trained pipeline, e.g. training/ewt/model-best", **IN_DIR),
+    output_dir: Path = Arg(..., help="the package goes to OUTPUT_DIR/<lang>_<name>-<version>",
+                           file_okay=False),
     name: str = Opt(..., "--name", help="package name without the language, e.g. isbn_ewt"),
     version: str = Opt("0.1.0", "--version"),
-    metrics: Optional[Path] = Opt(None, "--metrics", help="raw-benchmark's JSON: its scores go into the meta"),
+    metrics: Optional[Path] = Opt(None, "--metrics", **IN_FILE,
+                                  help="raw-benchmark's JSON: its scores go into the meta"),
     build: str = Opt("none", "--build", help="also build sdist and/or wheel (comma-separated; needs the build package), or none: the package directory itself is pip-installable"),
 ):
     """A trained pipeline as a pip-installable package (spacy package), with its measured scores."""

@@ -22,7 +22,7 @@ from ..corpus.fetch import asset_meta
 from ..corpus.files import project_path, read_docbin, write_json, write_text
 from ..corpus.readers import gold_tagged_doc, sentence_starts, words_doc
 from ..evaluation.metrics import score_conll18, score_dependencies
-from ._util import Arg, CliError, Opt, app, at_least, load_pipeline, numbers, output_file, require
+from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, choice, load_pipeline, numbers, require
 from .data import TREEBANK_HELP
 
 
@@ -256,21 +256,24 @@ def evaluate(
     return result
 
 
+Tagging = choice("Tagging", ("pipeline", "joint", "auto"))
+
+
 @app.command("train-config")
 def train_config_cli(
     treebank: str = Arg(..., help=TREEBANK_HELP),
-    output: Path = Arg(..., help="the config to write"),
+    output: Path = Arg(..., help="the config to write", dir_okay=False),
     config_dir: Path = Opt(Path("configs"), "--config-dir"),
     asset_dir: Optional[Path] = Opt(None, "--asset-dir", help="holds fetch's meta.json (default: assets/TREEBANK)"),
 ):
     """A treebank's training config: configs/TREEBANK.cfg, else configs/ewt.cfg in its language."""
-    train_config(treebank, output_file(output), config_dir=config_dir, asset_dir=asset_dir)
+    train_config(treebank, output, config_dir=config_dir, asset_dir=asset_dir)
 
 
 @app.command("baseline-config")
 def baseline_config_cli(
     treebank: str = Arg(..., help=TREEBANK_HELP),
-    output: Path = Arg(..., help="the config to write"),
+    output: Path = Arg(..., help="the config to write", dir_okay=False),
     lang: Optional[str] = Opt(None, "--lang", help="default: the language fetch found (ASSET_DIR/meta.json)"),
     asset_dir: Optional[Path] = Opt(None, "--asset-dir", help="default: assets/TREEBANK"),
 ):
@@ -278,21 +281,21 @@ def baseline_config_cli(
     from ..evaluation import baseline
 
     lang = lang or asset_meta(asset_dir or Path("assets") / treebank)["lang"]
-    baseline.baseline_config(treebank, output_file(output), lang=lang)
+    baseline.baseline_config(treebank, output, lang=lang)
 
 
 @app.command("timed-train")
 def timed_train_cli(
-    config: Path = Arg(..., help="the training config"),
+    config: Path = Arg(..., help="the training config", **IN_FILE),
     output: Path = Arg(..., help="spacy train's output directory"),
     train: Optional[Path] = Opt(None, "--train", help="--paths.train"),
     dev: Optional[Path] = Opt(None, "--dev", help="--paths.dev"),
     gpu_id: int = Opt(-1, "--gpu-id"),
-    max_steps: int = Opt(0, "--max-steps", help="0: the config's own"),
+    max_steps: int = Opt(0, "--max-steps", min=0, help="0: the config's own"),
     overrides: List[str] = Opt([], "--set", metavar="KEY=VALUE",
                                help="a further spacy train override, e.g. training.eval_frequency=10"),
     timing_out: Optional[Path] = Opt(None, "--timing-out", help="default: OUTPUT/train_timing.json"),
-    after: Optional[Path] = Opt(None, "--after",
+    after: Optional[Path] = Opt(None, "--after", **IN_FILE,
                                 help="an earlier stage's train_timing.json: its time is included"),
 ):
     """spacy train in a child process, timing each evaluation."""
@@ -303,12 +306,11 @@ def timed_train_cli(
     bad = [o for o in overrides if "=" not in o]
     if bad:
         raise CliError(f"--set {bad[0]!r}: give KEY=VALUE, e.g. training.eval_frequency=10")
-    overrides = list(overrides) + scored_last_step(require(config, "config"),
-                                                   at_least(max_steps, 0, "--max-steps"), overrides)
+    overrides = list(overrides) + scored_last_step(config, max_steps, overrides)
     try:
         result = timed_train(config, output, train=train, dev=dev, gpu_id=gpu_id,
                              max_steps=max_steps, overrides=overrides, timing_out=timing_out,
-                             after=None if after is None else require(after, "timing"))
+                             after=after)
     except subprocess.CalledProcessError as err:
         raise CliError(f"spacy train {config} failed (exit status {err.returncode}): "
                        "its own message is above") from None
@@ -347,26 +349,25 @@ def scored_last_step(config: Path, max_steps: int, overrides: Sequence[str]) -> 
 
 @app.command("jackknife")
 def jackknife_cli(
-    config: Path = Arg(..., help="the pipeline's training config (its parser is left out)"),
-    train: Path = Arg(..., help="train .spacy"),
-    dev: Path = Arg(..., help="dev .spacy"),
-    output: Path = Arg(..., help="the train corpus with jackknifed tags"),
-    folds: int = Opt(2, "--folds"),
-    max_steps: int = Opt(800, "--max-steps", help="training steps of each fold's tagger"),
+    config: Path = Arg(..., help="the pipeline's training config (its parser is left out)",
+                       **IN_FILE),
+    train: Path = Arg(..., help="train .spacy", **IN_FILE),
+    dev: Path = Arg(..., help="dev .spacy", **IN_FILE),
+    output: Path = Arg(..., help="the train corpus with jackknifed tags", dir_okay=False),
+    folds: int = Opt(2, "--folds", min=2),
+    max_steps: int = Opt(800, "--max-steps", min=1, help="training steps of each fold's tagger"),
 ):
     """Train corpus with jackknifed tags (taggers trained on the other folds)."""
     from ..jackknife import jackknife
 
-    for path, what in ((config, "config"), (train, "corpus"), (dev, "corpus")):
-        require(path, what)
-    jackknife(config, train, dev, output, folds=at_least(folds, 2, "--folds"),
-              max_steps=at_least(max_steps, 1, "--max-steps"))
+    jackknife(config, train, dev, output, folds=folds, max_steps=max_steps)
 
 
 @app.command("stage-configs")
 def stage_configs_cli(
-    config: Path = Arg(..., help="a full pipeline's training config (with an isbn_reranker)"),
-    output_dir: Path = Arg(..., help="where stage1.cfg and stage2.cfg go"),
+    config: Path = Arg(..., help="a full pipeline's training config (with an isbn_reranker)",
+                       **IN_FILE),
+    output_dir: Path = Arg(..., help="where stage1.cfg and stage2.cfg go", file_okay=False),
 ):
     """Split a training config in two spacy train stages: the pipeline without
     the reranker, then the reranker on its frozen annotations."""
@@ -375,20 +376,21 @@ def stage_configs_cli(
 
 @app.command("set-beam")
 def set_beam_cli(
-    model: Path = Arg(..., help="a saved pipeline"),
-    beam_width: int = Arg(..., help="the isbn_parser's default beam width"),
+    model: Path = Arg(..., help="a saved pipeline", **IN_DIR),
+    beam_width: int = Arg(..., min=1, help="the isbn_parser's default beam width"),
 ):
     """Set the default beam width of a saved pipeline."""
-    set_beam(model, at_least(beam_width, 1, "beam width"))
+    set_beam(model, beam_width)
 
 
 @app.command("rerank-weight")
 def rerank_weight_cli(
-    model: Path = Arg(..., help="a saved pipeline with an isbn_reranker"),
-    dev: Path = Arg(..., help="dev .spacy, parsed as raw text"),
+    model: Path = Arg(..., help="a saved pipeline with an isbn_reranker", **IN_DIR),
+    dev: Path = Arg(..., help="dev .spacy, parsed as raw text", **IN_FILE),
     weights: str = Opt("0,0.1,0.2,0.3,0.5,0.75,1,1.5,2,3,5", "--weights",
                        help="comma-separated candidates for the weight of log P_gen"),
-    metrics_out: Optional[Path] = Opt(None, "--metrics-out", help="the held-out report as JSON"),
+    metrics_out: Optional[Path] = Opt(None, "--metrics-out", dir_okay=False,
+                                      help="the held-out report as JSON"),
 ):
     """Fit isbn_reranker's weights on the first half of dev (raw text), report
     them on the second, and save them with the pipeline."""
@@ -398,22 +400,20 @@ def rerank_weight_cli(
 
 @app.command("evaluate")
 def evaluate_cli(
-    model: Path = Arg(..., help="a saved pipeline"),
-    data: Path = Arg(..., help="a .spacy corpus"),
-    output: Path = Arg(..., help="metrics JSON"),
+    model: Path = Arg(..., help="a saved pipeline", **IN_DIR),
+    data: Path = Arg(..., help="a .spacy corpus", **IN_FILE),
+    output: Path = Arg(..., help="metrics JSON", dir_okay=False),
     pipeline_tags: bool = Opt(False, "--pipeline-tags", help="run the whole pipeline instead of gold tags"),
     parser_sentences: bool = Opt(False, "--parser-sentences",
                                  help="do not give gold sentence boundaries: the parser finds them"),
-    beam_width: Optional[int] = Opt(None, "--beam-width"),
-    conll_out: Optional[Path] = Opt(None, "--conll-out", help="also write the parses as CoNLL-U/CoNLL-X"),
-    tagging: Optional[str] = Opt(None, "--tagging",
-                                 help="the parser's tagging mode: pipeline, joint (tagger and morphologizer off) or auto"),
+    beam_width: Optional[int] = Opt(None, "--beam-width", min=1),
+    conll_out: Optional[Path] = Opt(None, "--conll-out", dir_okay=False,
+                                    help="also write the parses as CoNLL-U/CoNLL-X"),
+    tagging: Optional[Tagging] = Opt(None, "--tagging",
+                                     help="the parser's tagging mode (joint: tagger and morphologizer off)"),
     disable: str = Opt("", "--disable", help="components to switch off, comma-separated (e.g. senter)"),
 ):
     """Parse a .spacy file and write metrics JSON."""
-    if tagging not in (None, "pipeline", "joint", "auto"):
-        raise CliError(f"--tagging {tagging!r}: one of pipeline, joint, auto")
-    evaluate(model, data, output_file(output), gold_tags=not pipeline_tags, gold_sentences=not parser_sentences,
-             beam_width=at_least(beam_width, 1, "--beam-width"),
-             conll_out=output_file(conll_out, "--conll-out"),
-             tagging=tagging, disable=[n for n in disable.split(",") if n])
+    evaluate(model, data, output, gold_tags=not pipeline_tags, gold_sentences=not parser_sentences,
+             beam_width=beam_width, conll_out=conll_out, tagging=tagging and tagging.value,
+             disable=[n for n in disable.split(",") if n])

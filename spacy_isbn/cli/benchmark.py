@@ -11,7 +11,6 @@ from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, load_pipeline, numb
 from .data import CONLLX_TAGS_HELP, ConllxTags
 
 
-
 @app.command("raw-benchmark")
 def raw_benchmark_cli(
     test: Path = Arg(..., help="the test split as CoNLL-U / CoNLL-X", **IN_FILE),

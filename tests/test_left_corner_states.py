@@ -8,7 +8,7 @@ import numpy
 import pytest
 
 from spacy_isbn.corpus.ptb import parse_bracketed, read_ptb
-from spacy_isbn.transitions._left_corner import MAX_NODE_FEATS, WORD_ROW_WIDTH
+from spacy_isbn.transitions._arena import MAX_NODE_FEATS, WORD_ROW_WIDTH
 from spacy_isbn.transitions.left_corner import (
     ATTACH, LEFT_CORNER, N_ACTIONS, N_RELATIONS, PROJECT, RELATIONS, SHIFT, LeftCornerSystem,
 )

@@ -13,7 +13,7 @@ from typing import Dict, Sequence, Tuple
 
 import numpy
 
-from ..transitions._arc_eager import MAX_NODE_FEATS, WORD_ROW_WIDTH
+from ..transitions._arena import MAX_NODE_FEATS, WORD_ROW_WIDTH
 from .lexicon import Lexicon, TokenRecord
 
 MAX_FEATS = MAX_NODE_FEATS  # morphological features read per node (the rest are dropped)

@@ -27,7 +27,8 @@ import numpy
 from ..model.derivation import Derivation, derivation_of, step_arrays
 from ..model.features import ADDRESSES, ATTRIBUTES, SegmentInputs
 from ..model.lexicon import Lexicon
-from ._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
+from ._arc_eager import ArcEagerStates
+from ._arena import WORD_ROW_WIDTH
 from .system import Moves, TransitionSpec
 
 SHIFT, LEFT, RIGHT, REDUCE = 0, 1, 2, 3

@@ -8,7 +8,9 @@ an object of the :class:`TransitionSystem` protocol:
   search need to know of the decisions;
 * the feature layout over the model's embedding table: ``templates``,
   ``offsets``, ``n_rows`` (rows the templates take), ``width`` (columns per
-  configuration), ``vector_columns()``, ``form_columns()``;
+  configuration), ``vector_columns()``, ``form_columns()``, and
+  ``word_row_width``, the columns of a word row its configurations read
+  (:class:`~spacy_isbn.model.features.SegmentInputs`);
 * ``n_labels`` and ``label_masks()``: the labels and, per label kind, those
   allowed (with the spec, what the pipe sizes the model by);
 * ``new_states()`` / ``states()``: the compiled configurations, an arena of
@@ -37,6 +39,7 @@ import numpy
 
 from ..model.features import MAX_FEATS, VEC_ROWS
 from ..model.lexicon import UNK, Lexicon
+from ._arena import WORD_ROW_WIDTH
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class TransitionSystem(Protocol):
     offsets: List[int]
     n_rows: int
     width: int
+    word_row_width: int
     n_labels: int
 
     def label_masks(self) -> List[List[bool]]: ...
@@ -91,6 +95,7 @@ class Moves:
 
     spec: TransitionSpec
     fixed_columns = 1  # feature columns before the templates' own
+    word_row_width = WORD_ROW_WIDTH
     dynamic_oracle = False  # has :meth:`costs`
 
     def __init__(self, templates: Sequence[Tuple[Any, str]], lex: Lexicon, first_row: int):

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import JointTables, SegmentInputs
+from ..transitions.inputs import JointTables, SegmentInputs
 
 
 @dataclass

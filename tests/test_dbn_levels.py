@@ -84,7 +84,7 @@ def test_valid_link_sequences():
 
 def _training_trees():
     from spacy_isbn.dbn.data import ewt_sentences, short, split_9_1, wsj_sentences
-    from spacy_isbn.pipes.projectivity import projectivize
+    from spacy_isbn.transitions.projectivity import projectivize
     ewt = DATA_DIR / "ud" / "UD_English-EWT" / "en_ewt-ud-train.conllu"
     ptb = DATA_DIR / "ptb-sample" / "combined"
     if not ewt.exists() or not ptb.is_dir():

@@ -38,7 +38,7 @@ from ..corpus.conll import SENTENCES_KEY
 from ..corpus.headrules import PUNCT_TAGS
 from ..extensions import register_extensions
 from ..pipes.base import Part, SavedParts, write_trees
-from ..pipes.projectivity import projectivize
+from ..transitions.projectivity import projectivize
 from .data import Sentence
 from .features import PAPER_VARIABLES, Lexicon, SliceEncoder
 from .levels import gold_levels

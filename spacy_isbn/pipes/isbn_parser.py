@@ -64,9 +64,9 @@ from ..transitions.arc_eager import (
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
 from ..transitions.inputs import JointTables
 from ..transitions.lexicon import ROOT, UNK, Lexicon, TokenRecord
+from ..transitions.projectivity import deprojectivize, projectivize
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import DocWords, ISBNPipe, doc_pieces, write_trees
-from .projectivity import deprojectivize, projectivize
 from .surprisal import WordSurprisal
 from .tree_scores import TreeScores
 

@@ -2,7 +2,6 @@
 ``Configuration``: driven with the oracle's decisions, every step's sources, features, Phi,
 label kinds and END legality agree; the finished configuration gives the gold tree back."""
 import random
-from pathlib import Path
 
 import numpy
 import pytest
@@ -14,8 +13,8 @@ from spacy_isbn.transitions.left_corner import (
 )
 
 from . import left_corner_reference as reference
+from .conftest import PTB_DIR
 
-PTB_DIR = Path(__file__).parents[1] / ".." / "shared" / "data" / "ptb-sample" / "combined"
 HAND_MADE = [
     "(S (NP (NNP Mary)) (VP (VBZ runs) (RB often)))",
     "(S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .))",

@@ -6,7 +6,9 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
+# the one place tests read data from: $SPACY_ISBN_DATA, else ../shared/data
 DATA_DIR = Path(os.environ.get("SPACY_ISBN_DATA", Path(__file__).parents[1] / ".." / "shared" / "data"))
+PTB_DIR = DATA_DIR / "ptb-sample" / "combined"  # the WSJ sample
 
 # (words, tags, heads as absolute 0-based indices, labels)
 TINY_TREEBANK = [

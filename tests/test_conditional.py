@@ -9,11 +9,14 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_isbn.model.derivation import DerivationBatch
-from spacy_isbn.model.features import VEC_ROWS, parse_templates, vector_feature_ids
+from spacy_isbn.model.batch import DerivationBatch
+from spacy_isbn.model.features import vector_feature_ids
 from spacy_isbn.model.isbn import build_isbn_model, project_tokens
 from spacy_isbn.model.scorer import ISBNScorer
-from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration, oracle_derivation
+from spacy_isbn.transitions.arc_eager import (
+    LEFT, RIGHT, SHIFT, Configuration, oracle_derivation, parse_templates,
+)
+from spacy_isbn.transitions.system import VEC_ROWS
 
 # three-sentence docs of a tiny language with punctuation: (words, heads, labels)
 SENTENCES = [

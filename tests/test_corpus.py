@@ -1,6 +1,5 @@
 """CoNLL reading, conversion to spaCy and writing back (spacy_isbn.corpus)."""
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,12 @@ from spacy_isbn.corpus import (
     sentences_to_docs,
 )
 
+from .conftest import DATA_DIR
 from .conllu_check import conllu_problems
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY_U = FIXTURES / "tiny.conllu"
 TINY_X = FIXTURES / "tiny.conllx"
-DATA_DIR = Path(os.environ.get("SPACY_ISBN_DATA", Path(__file__).parents[1] / ".." / "shared" / "data"))
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 import spacy
 from spacy.training import Example
 
-from spacy_isbn.dbn.features import UNK_SIGNATURES, Lexicon, SliceEncoder, unk_signature
+from spacy_isbn.dbn.features import UNK_SIGNATURES, SliceEncoder, WordTagIds, unk_signature
 from spacy_isbn.dbn.levels import LEFT, NONE, RIGHT, gold_levels, tree_from_levels
 from spacy_isbn.dbn.model import LevelModel
 from spacy_isbn.dbn.parse import Parser
@@ -28,8 +28,8 @@ def test_unk_signature(word, signature):
 
 
 def test_shape_lexicon_ids_and_round_trip():
-    single = Lexicon(["the", "dog"], ["DT", "NN"])
-    shape = Lexicon(["the", "dog"], ["DT", "NN"], unk="shape")
+    single = WordTagIds(["the", "dog"], ["DT", "NN"])
+    shape = WordTagIds(["the", "dog"], ["DT", "NN"], unk="shape")
     assert single.word_id("running") == single.word_id("Obama") == 2
     assert shape.word_id("The") == 0 and shape.word_id("dog") == 1
     ids = {shape.word_id(w) for w in ("running", "Obama", "1990s", "quickly")}
@@ -38,11 +38,11 @@ def test_shape_lexicon_ids_and_round_trip():
     unk, root, boundary = shape.specials("word")
     assert (unk, root, boundary) == (2, 2 + len(UNK_SIGNATURES), 3 + len(UNK_SIGNATURES))
     assert not shape.is_known("running") and shape.is_known("DOG")
-    again = Lexicon.from_dict(shape.to_dict())
+    again = WordTagIds.from_dict(shape.to_dict())
     assert again.unk == "shape" and again.word_id("running") == shape.word_id("running")
-    assert Lexicon.from_dict({"words": ["a"], "tags": []}).unk == "single"  # older models
+    assert WordTagIds.from_dict({"words": ["a"], "tags": []}).unk == "single"  # older models
     with pytest.raises(ValueError):
-        Lexicon(unk="suffix")
+        WordTagIds(unk="suffix")
 
 
 def test_gold_levels_record_the_most_recent_dependent():
@@ -59,7 +59,7 @@ def test_gold_levels_record_the_most_recent_dependent():
 
 
 def test_encoder_reads_the_dependents_tags():
-    lex = Lexicon(["the", "dog"], ["DT", "JJ", "NN", "RB", "VBZ"])
+    lex = WordTagIds(["the", "dog"], ["DT", "JJ", "NN", "RB", "VBZ"])
     enc = SliceEncoder(["ldep", "rdep", "ldep@+1"], lex)
     ids = enc.sentence_ids("the big dog barks loudly".split(), ["DT", "JJ", "NN", "VBZ", "RB"])
     _, none, boundary = lex.specials("ldep")

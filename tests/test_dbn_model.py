@@ -4,7 +4,7 @@ import itertools
 import numpy
 import pytest
 
-from spacy_isbn.dbn.features import PAPER_VARIABLES, Lexicon, SliceEncoder, parse_variable
+from spacy_isbn.dbn.features import PAPER_VARIABLES, SliceEncoder, WordTagIds, parse_variable
 from spacy_isbn.dbn.levels import is_valid
 from spacy_isbn.dbn.model import LevelModel
 
@@ -73,7 +73,7 @@ def test_variable_specs():
 
 
 def test_slices_read_root_and_boundary():
-    lex = Lexicon(["the", "dog"], ["DT", "NN", "VBZ"])
+    lex = WordTagIds(["the", "dog"], ["DT", "NN", "VBZ"])
     enc = SliceEncoder(PAPER_VARIABLES, lex)
     ids = enc.sentence_ids(["The", "dog", "barks"], ["DT", "NN", "VBZ"])
     obs = enc.encode(ids, [0, 2], [0, 1], [0, 5])  # "dog" attached; "barks" has 1 left, 5 right

@@ -1,13 +1,11 @@
 """Head rules: PTB constituency trees -> dependency heads (WSJ10's conversion)."""
-from pathlib import Path
-
 import pytest
 
 from spacy_isbn.corpus.headrules import PUNCT_TAGS, head_child, tree_heads
 from spacy_isbn.corpus.ptb import parse_bracketed, read_ptb
 from spacy_isbn.dbn.levels import check_heads, gold_levels
 
-from .conftest import DATA_DIR
+from .conftest import PTB_DIR
 
 
 def heads_of(text):
@@ -47,11 +45,10 @@ def test_empty_constituent_is_an_error():
 
 
 def test_every_sample_tree_converts_to_a_projective_tree():
-    ptb_dir = Path(DATA_DIR) / "ptb-sample" / "combined"
-    if not ptb_dir.is_dir():
-        pytest.skip("no WSJ sample in the shared data dir")
+    if not PTB_DIR.is_dir():
+        pytest.skip(f"WSJ sample not found at {PTB_DIR}")
     n = 0
-    for path in sorted(ptb_dir.glob("wsj_*.mrg")):
+    for path in sorted(PTB_DIR.glob("wsj_*.mrg")):
         for tree in read_ptb(path):
             heads = tree_heads(tree)
             check_heads(heads)

@@ -1,6 +1,4 @@
 """The left-corner derivation: oracle, Phi, relations, features, tree round trips."""
-from pathlib import Path
-
 import pytest
 import srsly
 
@@ -10,8 +8,8 @@ from spacy_isbn.transitions.left_corner import (
 )
 
 from . import left_corner_reference as reference
+from .conftest import PTB_DIR
 
-PTB_DIR = Path(__file__).parents[1] / ".." / "shared" / "data" / "ptb-sample" / "combined"
 MARY = "(S (NP (NNP Mary)) (VP (VBZ runs) (RB often)))"
 DOG = "(S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .))"
 

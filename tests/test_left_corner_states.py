@@ -2,20 +2,19 @@
 ``Configuration``: driven with the oracle's decisions, every step's sources, features, Phi,
 label kinds and END legality agree; the finished configuration gives the gold tree back."""
 import random
-from pathlib import Path
 
 import numpy
 import pytest
 
 from spacy_isbn.corpus.ptb import parse_bracketed, read_ptb
-from spacy_isbn.transitions._left_corner import MAX_NODE_FEATS, WORD_ROW_WIDTH
+from spacy_isbn.transitions._arena import MAX_NODE_FEATS, WORD_ROW_WIDTH
 from spacy_isbn.transitions.left_corner import (
     ATTACH, LEFT_CORNER, N_ACTIONS, N_RELATIONS, PROJECT, RELATIONS, SHIFT, LeftCornerSystem,
 )
 
 from . import left_corner_reference as reference
+from .conftest import PTB_DIR
 
-PTB_DIR = Path(__file__).parents[1] / ".." / "shared" / "data" / "ptb-sample" / "combined"
 HAND_MADE = [
     "(S (NP (NNP Mary)) (VP (VBZ runs) (RB often)))",
     "(S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .))",

@@ -5,7 +5,7 @@ import numpy
 import pytest
 
 from spacy_isbn.model import meanfield
-from spacy_isbn.model.derivation import DerivationBatch
+from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import PARAMS
 from spacy_isbn.model.scorer import ISBNScorer
 from spacy_isbn.model.meanfield import Observed

@@ -2,15 +2,15 @@
 import numpy
 import pytest
 
-from spacy_isbn.model.derivation import DerivationBatch
-from spacy_isbn.model.features import SegmentInputs, parse_templates
+from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import build_isbn_model
 from spacy_isbn.model.scorer import ISBNScorer
-from spacy_isbn.model.lexicon import Lexicon, TokenRecord
 from spacy_isbn.transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_RELATIONS, REDUCE, RIGHT, SHIFT,
-    ArcEagerMoves, Configuration, oracle_derivation,
+    ArcEagerMoves, Configuration, oracle_derivation, parse_templates,
 )
+from spacy_isbn.transitions.inputs import SegmentInputs
+from spacy_isbn.transitions.lexicon import Lexicon, TokenRecord
 
 from .conftest import TINY_TREEBANK
 

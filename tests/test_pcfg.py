@@ -1,6 +1,4 @@
 """The PCFG and right-branching baselines, the report, and the constituency commands."""
-from pathlib import Path
-
 import pytest
 import srsly
 
@@ -11,7 +9,8 @@ from spacy_isbn.constituency.report import build_report, render_markdown, result
 from spacy_isbn.constituency.right_branching import RightBranching
 from spacy_isbn.evaluation.parseval import score_trees
 
-PTB_DIR = Path(__file__).parents[1] / ".." / "shared" / "data" / "ptb-sample" / "combined"
+from .conftest import PTB_DIR
+
 TOY = parse_bracketed("""
 (S (NP (DT the) (NN dog)) (VP (VBZ sees) (NP (DT a) (NN cat))) (. .))
 (S (NP (DT a) (NN cat)) (VP (VBZ sleeps)) (. .))

@@ -215,7 +215,7 @@ def test_conllx_coarse_tag_is_a_parser_feature(tmp_path):
 
 def test_word_dropout_replaces_only_known_forms(trained):
     nlp, parser, examples = trained
-    from spacy_isbn.model.derivation import DerivationBatch
+    from spacy_isbn.model.batch import DerivationBatch
     batch = DerivationBatch.from_derivations(parser._derivations(examples))
     feats = batch.feats.copy()
     parser._drop_words(feats, 1.0)

@@ -2,7 +2,7 @@
 import pytest
 from spacy.pipeline._parser_internals import nonproj
 
-from spacy_isbn.pipes.projectivity import deprojectivize, projectivize
+from spacy_isbn.transitions.projectivity import deprojectivize, projectivize
 
 # (words, heads 0-based with root = self, labels, multiroot)
 TREES = {

@@ -1,6 +1,5 @@
 """Penn Treebank reading, cleaning, the split of the WSJ sample and .spacy conversion."""
 import re
-from pathlib import Path
 
 import pytest
 from spacy.vocab import Vocab
@@ -11,7 +10,7 @@ from spacy_isbn.corpus.ptb import (
     read_split, to_bracketed, tree_to_doc,
 )
 
-PTB_DIR = Path(__file__).parents[1] / ".." / "shared" / "data" / "ptb-sample" / "combined"
+from .conftest import PTB_DIR
 
 RAW = """( (S
     (NP-SBJ-1 (NNP Mr.) (NNP Vinken) )

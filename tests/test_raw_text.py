@@ -10,9 +10,10 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_isbn.model.derivation import DerivationBatch, chain_derivations
-from spacy_isbn.model.features import SegmentInputs
+from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.scorer import ISBNScorer
+from spacy_isbn.transitions.derivation import chain_derivations
+from spacy_isbn.transitions.inputs import SegmentInputs
 
 from .conftest import TINY_TREEBANK
 

@@ -6,7 +6,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_isbn.model.derivation import DerivationBatch
+from spacy_isbn.model.batch import DerivationBatch
 
 from .test_conditional import SENTENCES, parser_config, tok2vec_config
 

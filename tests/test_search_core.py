@@ -5,7 +5,8 @@ import pytest
 
 from spacy_isbn.pipes.base import doc_pieces
 from spacy_isbn.search import lockstep
-from spacy_isbn.transitions._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
+from spacy_isbn.transitions._arc_eager import ArcEagerStates
+from spacy_isbn.transitions._arena import WORD_ROW_WIDTH
 from spacy_isbn.transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LEFT, REDUCE, RIGHT, SHIFT,
 )

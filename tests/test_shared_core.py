@@ -5,14 +5,14 @@ import numpy
 import pytest
 
 from spacy_isbn.corpus.ptb import parse_bracketed
-from spacy_isbn.model.derivation import DerivationBatch
-from spacy_isbn.model.features import SegmentInputs
+from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import build_isbn_model
 from spacy_isbn.model.scorer import ISBNScorer
-from spacy_isbn.model.lexicon import Lexicon, TokenRecord
+from spacy_isbn.transitions.inputs import SegmentInputs
 from spacy_isbn.transitions.left_corner import (
     ATTACH, LEFT_CORNER, PROJECT, SHIFT, LeftCornerMoves, LeftCornerSystem,
 )
+from spacy_isbn.transitions.lexicon import Lexicon, TokenRecord
 
 TREES = [
     "( (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)) )",

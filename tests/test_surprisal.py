@@ -9,7 +9,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_isbn.model.lexicon import N_SIGNATURES
+from spacy_isbn.transitions.lexicon import N_SIGNATURES
 from spacy_isbn.pipes.base import DocWords
 from spacy_isbn.pipes.surprisal import surprisal_bits
 
@@ -146,7 +146,7 @@ def _brute_force_logprob(parser, words):
     """log P(words, end of sentence): the forced derivations of every tree,
     tag and bundle summed."""
     lex, tables = parser.lexicon, parser.joint_tables
-    from spacy_isbn.model.lexicon import TokenRecord
+    from spacy_isbn.transitions.lexicon import TokenRecord
 
     per_word = []
     for w in words:

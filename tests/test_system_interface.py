@@ -3,7 +3,6 @@ offer the same calls, and the arena base's state-pool calls work for both."""
 import numpy
 import pytest
 
-from spacy_isbn.transitions._arc_eager import WORD_ROW_WIDTH
 from spacy_isbn.transitions._arena import StatesArena
 from spacy_isbn.transitions.arc_eager import ArcEagerMoves
 from spacy_isbn.transitions.left_corner import LeftCornerMoves
@@ -28,6 +27,8 @@ def test_both_systems_offer_the_protocol(which):
     for name in TransitionSystem.__dict__:
         if not name.startswith("_") and callable(getattr(TransitionSystem, name)):
             assert callable(getattr(moves, name)), name
+    for name in TransitionSystem.__annotations__:  # and its attributes
+        assert hasattr(moves, name), name
     states = moves.new_states(False)
     assert isinstance(states, StatesArena) and states.width == moves.width
     assert moves.start_features(3).shape == (3, moves.width)
@@ -42,7 +43,7 @@ def test_both_systems_offer_the_protocol(which):
 def test_state_pool_calls_of_the_arena_base(which):
     moves, derivs = list(_systems())[which]
     states = moves.new_states(False)
-    rows = numpy.zeros((2, WORD_ROW_WIDTH), dtype="int32")  # two first words, all ids 0
+    rows = numpy.zeros((2, moves.word_row_width), dtype="int32")  # two first words, all ids 0
     handles = states.start(numpy.array([5, 7], dtype="int32"), rows)
     assert states.n_live == 2
     linked = states.referenced_ids()

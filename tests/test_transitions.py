@@ -2,7 +2,7 @@
 import pytest
 
 from spacy_isbn.corpus.conll import read_conll
-from spacy_isbn.pipes.projectivity import deprojectivize, projectivize
+from spacy_isbn.transitions.projectivity import deprojectivize, projectivize
 from spacy_isbn.transitions.arc_eager import (
     LEFT, REDUCE, RIGHT, SHIFT, Configuration, derivation_to_tree, oracle_derivation,
     sentence_spans_from_heads,

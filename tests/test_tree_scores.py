@@ -4,7 +4,7 @@ import pytest
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_isbn.model.derivation import DerivationBatch
+from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.transitions.arc_eager import ArcEagerMoves, oracle_derivation
 
 from .test_reranker import reranked_pipeline

@@ -98,7 +98,7 @@ def _terms(text: str, spec: str) -> Tuple[Tuple[str, int], ...]:
     return tuple(terms)
 
 
-class Lexicon:
+class WordTagIds:
     """Value ids of words and tags: known values first, then UNK, ROOT and BOUNDARY.
 
     ``unk``: ``"single"`` (the paper) puts every word outside the vocabulary in one
@@ -118,7 +118,7 @@ class Lexicon:
 
     @classmethod
     def build(cls, sentences: Iterable[Tuple[Sequence[str], Sequence[str]]], n_words: int,
-              unk: str = "single") -> "Lexicon":
+              unk: str = "single") -> "WordTagIds":
         """The ``n_words`` most frequent (lower-cased) words and every tag of the
         training sentences, given as (words, tags) pairs; ties broken alphabetically
         so that the vocabulary does not depend on the corpus order."""
@@ -166,14 +166,14 @@ class Lexicon:
         return {"words": self.words, "tags": self.tags, "unk": self.unk}
 
     @classmethod
-    def from_dict(cls, msg: dict) -> "Lexicon":
+    def from_dict(cls, msg: dict) -> "WordTagIds":
         return cls(msg["words"], msg["tags"], msg.get("unk", "single"))
 
 
 class SliceEncoder:
     """Builds the observation matrix of a level: (slices, variables) value ids."""
 
-    def __init__(self, variables: Sequence[str], lexicon: Lexicon):
+    def __init__(self, variables: Sequence[str], lexicon: WordTagIds):
         if not variables:
             raise ValueError("the DBN needs at least one observed variable")
         self.specs = list(variables)

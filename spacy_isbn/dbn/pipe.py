@@ -38,9 +38,9 @@ from ..corpus.conll import SENTENCES_KEY
 from ..corpus.headrules import PUNCT_TAGS
 from ..extensions import register_extensions
 from ..pipes.base import Part, SavedParts, write_trees
-from ..pipes.projectivity import projectivize
+from ..transitions.projectivity import projectivize
 from .data import Sentence
-from .features import PAPER_VARIABLES, Lexicon, SliceEncoder
+from .features import PAPER_VARIABLES, SliceEncoder, WordTagIds
 from .levels import gold_levels
 from .model import LevelModel
 from .parse import Parse, Parser
@@ -127,9 +127,9 @@ class DBNParser(SavedParts, Pipe):
         self.scorer = scorer
         self.cfg = {"variables": list(variables), "n_words": n_words, "alpha": alpha,
                     "backoff": backoff, "unk": unk, "k": k, "label": label}
-        self._install(Lexicon(unk=unk), None)
+        self._install(WordTagIds(unk=unk), None)
 
-    def _install(self, lexicon: Lexicon, model: Optional[LevelModel]) -> None:
+    def _install(self, lexicon: WordTagIds, model: Optional[LevelModel]) -> None:
         self.lexicon = lexicon
         self.encoder = SliceEncoder(self.cfg["variables"], lexicon)
         self.model = model
@@ -143,7 +143,7 @@ class DBNParser(SavedParts, Pipe):
         sentences = [s for eg in get_examples() for s in self._gold_sentences(eg.reference)]
         if not sentences:
             raise ValueError(f"{self.name}.initialize: no sentence with a complete tree and tags")
-        lexicon = Lexicon.build(((s.words, s.tags) for s in sentences), self.cfg["n_words"],
+        lexicon = WordTagIds.build(((s.words, s.tags) for s in sentences), self.cfg["n_words"],
                                 self.cfg.get("unk", "single"))
         self._install(lexicon, None)
         model = LevelModel(self.encoder.shapes, self.cfg["alpha"], self.cfg.get("backoff", 0.0))
@@ -256,4 +256,4 @@ class DBNParser(SavedParts, Pipe):
         return {"lexicon": self.lexicon.to_dict(), "model": self.model.to_dict()}
 
     def _set_tables(self, msg: dict) -> None:
-        self._install(Lexicon.from_dict(msg["lexicon"]), LevelModel.from_dict(msg["model"]))
+        self._install(WordTagIds.from_dict(msg["lexicon"]), LevelModel.from_dict(msg["model"]))

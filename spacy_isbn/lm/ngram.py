@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
 from ..errors import UserError
-from ..model.lexicon import Lexicon, signature
+from ..transitions.lexicon import Lexicon, signature
 
 _TOTAL = re.compile(r"Total: (\S+) OOV: (\d+)")
 

@@ -23,10 +23,10 @@ from spacy.util import registry
 from thinc.api import Linear, Maxout, Model, NumpyOps
 from thinc.types import Floats1d, Floats2d
 
-from ..transitions.arc_eager import ARC_EAGER
+from ..transitions.arc_eager import ARC_EAGER, parse_templates
 from . import meanfield
-from .derivation import DerivationBatch
-from .features import parse_templates, vector_feature_ids
+from .batch import DerivationBatch
+from .features import vector_feature_ids
 from .meanfield import Observed
 from .step import (DecisionHead, dropout_mask, embedding_table, flush_table_gradient,
                    latent_step, means, scatter_to_sources)

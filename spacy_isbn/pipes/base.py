@@ -19,10 +19,11 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..errors import UserError
-from ..model.derivation import Derivation, DerivationBatch, word_batches
-from ..model.features import SegmentInputs
+from ..model.batch import DerivationBatch, word_batches
 from ..model.isbn import core_of, negative_log_likelihood, project_tokens
-from ..model.lexicon import Lexicon, TokenRecord
+from ..transitions.derivation import Derivation
+from ..transitions.inputs import SegmentInputs
+from ..transitions.lexicon import Lexicon, TokenRecord
 from .exploration import explore_update
 
 WRITERS = {"json": srsly.write_json, "msgpack": srsly.write_msgpack,

@@ -27,11 +27,11 @@ from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import score_trees
 from ..extensions import register_extensions
-from ..model.derivation import Derivation, place_tokens
 from ..model.scorer import ISBNScorer
-from ..model.lexicon import Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
+from ..transitions.derivation import Derivation, place_tokens
 from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree
+from ..transitions.lexicon import Lexicon, TokenRecord
 from .base import ISBNPipe, Part
 
 DEFAULT_MODEL_CONFIG = """

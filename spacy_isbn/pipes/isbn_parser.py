@@ -56,17 +56,17 @@ from thinc.api import Config, Model
 from ..corpus.conll import SENTENCES_KEY
 from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
-from ..model.derivation import Derivation, chain_derivations, place_tokens
-from ..model.features import JointTables, parse_templates
 from ..model.scorer import ISBNScorer
-from ..model.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.arc_eager import (
-    LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, sentence_spans_from_heads,
+    LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, parse_templates, sentence_spans_from_heads,
 )
+from ..transitions.derivation import Derivation, chain_derivations, place_tokens
+from ..transitions.inputs import JointTables
+from ..transitions.lexicon import ROOT, UNK, Lexicon, TokenRecord
+from ..transitions.projectivity import deprojectivize, projectivize
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import DocWords, ISBNPipe, doc_pieces, write_trees
-from .projectivity import deprojectivize, projectivize
 from .surprisal import WordSurprisal
 from .tree_scores import TreeScores
 

@@ -19,9 +19,10 @@ import numpy
 from spacy.tokens import Doc
 
 from ..corpus.ud import model_labels
-from ..model.derivation import Derivation, DerivationBatch, chain_derivations, place_tokens, word_batches
+from ..model.batch import DerivationBatch, word_batches
 from ..model.isbn import HEADS
 from ..transitions.arc_eager import sentence_spans_from_heads
+from ..transitions.derivation import Derivation, chain_derivations, place_tokens
 from .base import DocWords
 
 # the decision heads whose decisions are about a state's action (the rest: its generated word)

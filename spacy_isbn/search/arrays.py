@@ -6,8 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import JointTables, SegmentInputs
-from ..transitions._arc_eager import WORD_ROW_WIDTH
+from ..transitions.inputs import JointTables, SegmentInputs
 
 
 @dataclass
@@ -172,12 +171,15 @@ class Candidates:
 
 class Words:
     """All segments' tokens, numbered across segments: the word rows the
-    configurations read and how each token is generated."""
+    configurations read (``width`` columns, the transition system's
+    ``word_row_width``) and how each token is generated."""
 
-    def __init__(self, segments: Sequence[SegmentInputs], joint: Optional[JointTables]):
+    def __init__(self, segments: Sequence[SegmentInputs], joint: Optional[JointTables],
+                 width: int):
         self.joint = joint
+        self.width = width
         self.rows = numpy.concatenate([w.rows for w in segments]) if segments else \
-            numpy.zeros((0, WORD_ROW_WIDTH), "int32")
+            numpy.zeros((0, width), "int32")
         self.tag = numpy.concatenate([numpy.asarray(w.gen_tag, "int64") for w in segments])
         self.bundle = numpy.concatenate([numpy.asarray(w.gen_bundle, "int64") for w in segments])
         self.form = numpy.concatenate([numpy.asarray(w.gen_form, "int64") for w in segments])
@@ -214,7 +216,7 @@ class Words:
         """The word rows of tokens generated with the given output tag and bundle."""
         if self.joint is None:
             return self.rows[toks]
-        out = numpy.empty((len(toks), WORD_ROW_WIDTH), dtype="int32")
+        out = numpy.empty((len(toks), self.width), dtype="int32")
         for i, (tok, tag, bundle) in enumerate(zip(toks, tags, bundles)):
             out[i] = self.joint.row(self.rows[tok, 0], self.records[tok], int(tag), int(bundle))
         return out

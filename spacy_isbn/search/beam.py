@@ -35,8 +35,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.features import JointTables, SegmentInputs
 from ..model.scorer import ISBNScorer
+from ..transitions.inputs import JointTables, SegmentInputs
 from ..transitions.system import TransitionSystem
 from .arrays import Candidates, ParsedSentence, SegmentParse, StatePool, Words
 from .lockstep import Lockstep

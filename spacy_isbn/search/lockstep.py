@@ -7,7 +7,6 @@ from typing import List, Optional
 
 import numpy
 
-from ..transitions._arc_eager import WORD_ROW_WIDTH
 from .arrays import (PREFIX_ROWS, Agenda, Candidates, Hypotheses, ParsedSentence, SegmentParse,
                      Shifted, StatePool, Words)
 from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, fronts, keep_top,
@@ -38,7 +37,7 @@ class Lockstep:
         self.s = search
         self.states = search.moves.new_states(search.multiroot)
         self.pool = StatePool(search.scorer.nH)
-        self.words = Words([w for w, _ in segments], search.joint)
+        self.words = Words([w for w, _ in segments], search.joint, search.moves.word_row_width)
         self.n = numpy.array([w.n for w, _ in segments], dtype="int64")
         self.base = numpy.concatenate([[0], numpy.cumsum(self.n)[:-1]]).astype("int64") \
             if len(segments) else numpy.zeros(0, "int64")
@@ -276,7 +275,7 @@ class Lockstep:
         handles, offset, start_score = beam.handle, beam.offset, beam.start_score
         last = numpy.flatnonzero(ends.kind == END)
         if len(last):
-            empty = numpy.full((len(last), WORD_ROW_WIDTH), -1, dtype="int32")
+            empty = numpy.full((len(last), self.words.width), -1, dtype="int32")
             handles[rows[last]] = self.states.shift(handles[rows[last]],
                                                     numpy.full(len(last), -1, "int32"), empty)
             start_score[rows[last]] = ends.end_score[last]

@@ -16,7 +16,7 @@ document's memory stays proportional to the live hypotheses.
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from ._arena cimport StatesArena
+from ._arena cimport MAX_FEATS, WORD_WIDTH, StatesArena
 from ._arena import check_word_rows
 
 import numpy
@@ -26,7 +26,6 @@ cdef enum:
     LEFT = 1
     RIGHT = 2
     REDUCE = 3
-    MAX_FEATS = 8
     # per-node arrays: stack, heads, labels, lchild, rchild, last_top,
     # last_front, shift_state, form, tag, pos, out_tag, out_bundle, then the
     # MAX_FEATS feature ids
@@ -35,15 +34,10 @@ cdef enum:
     NONE_ID = 0
     UNK_ID = 1
     ROOT_ID = 2
-    # a word row: form, tag, pos, out_tag, out_bundle, feats...
-    WORD_WIDTH = 5 + MAX_FEATS
     # label masks (see arc_eager.LABELS_*)
     LABELS_LEFT = 0
     LABELS_RIGHT = 1
     LABELS_ROOT = 2
-
-WORD_ROW_WIDTH = WORD_WIDTH
-MAX_NODE_FEATS = MAX_FEATS
 
 
 cdef struct StateC:

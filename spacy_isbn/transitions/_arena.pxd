@@ -1,5 +1,11 @@
 ctypedef void (*free_item)(void*) noexcept nogil
 
+cdef enum:
+    # a word row, as every system's configurations read the words:
+    # form, tag, pos, out_tag, out_bundle, then MAX_FEATS feature ids
+    MAX_FEATS = 8
+    WORD_WIDTH = 5 + MAX_FEATS
+
 
 cdef class SlotTable:
     """Int handles for C structs, reused as they are freed.  The table frees

@@ -31,6 +31,8 @@ from libc.stdlib cimport free, malloc
 
 import numpy
 
+WORD_ROW_WIDTH = WORD_WIDTH
+MAX_NODE_FEATS = MAX_FEATS  # morphological features read per word (the rest are dropped)
 
 cdef class SlotTable:
     def __cinit__(self, int n_slots=64):

@@ -25,10 +25,10 @@ moves only the nodes and words in use.
 """
 from libc.stdlib cimport free, malloc
 
-from ._arena cimport StatesArena
+from ._arena cimport MAX_FEATS, WORD_WIDTH, StatesArena
 from ._left_corner_state cimport (
     ADDR_LEFT_CORNER, ADDR_NEXT, ADDR_NEXT2, ADDR_SHIFTED, ATTACH, ATTR_FEATS, ATTR_VEC,
-    FIXED_COLUMNS, MAX_FEATS, N_ACTIONS, NONE_ID, PROJECT, SHIFT, UNREACHABLE, VEC_BASE, WORD_WIDTH,
+    FIXED_COLUMNS, N_ACTIONS, NONE_ID, PROJECT, SHIFT, UNREACHABLE, VEC_BASE,
     StateC,
     _alloc, _attach, _copy_for, _free, _free_item, _new_node, _project, _push_word, _register, _room,
 )
@@ -36,8 +36,6 @@ from ._arena import check_word_rows
 
 import numpy
 
-WORD_ROW_WIDTH = WORD_WIDTH
-MAX_NODE_FEATS = MAX_FEATS
 N_FIXED_COLUMNS = FIXED_COLUMNS
 
 

@@ -4,14 +4,13 @@ inline (compiled into ``_left_corner.pyx``, which holds the arena)."""
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from ._arena cimport MAX_FEATS, WORD_WIDTH
+
 cdef enum:
     SHIFT = 0
     PROJECT = 1
     ATTACH = 2
     N_ACTIONS = 3
-    MAX_FEATS = 8
-    # a word row: form, tag, pos, out_tag, out_bundle, feats... (as _arc_eager)
-    WORD_WIDTH = 5 + MAX_FEATS
     # stack, label, word, parent, first_word, lc_child, last_child, last_state
     INTS_PER_NODE = 8
     # input-id values shared with the lexicon

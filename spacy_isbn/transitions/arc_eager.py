@@ -16,18 +16,20 @@ Besides the tree, a configuration records which earlier latent state each of
 the paper's seven structural relations points to; state ids are whatever the
 caller hands to :meth:`Configuration.register_state` (step indices during
 training, positions in a state pool during search).  The transitions themselves
-are compiled (:mod:`._arc_eager`); here are the constants, the system as the
-model and the search see it (:class:`ArcEagerMoves`), a one-configuration view
-for oracles and tests, and the oracle.
+are compiled (:mod:`._arc_eager`); here are the constants, the feature
+templates (MaltParser-style address.attribute pairs), the system as the model
+and the search see it (:class:`ArcEagerMoves`), a one-configuration view for
+oracles and tests, and the oracle.
 """
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.derivation import Derivation, derivation_of, step_arrays
-from ..model.features import ADDRESSES, ATTRIBUTES, SegmentInputs
-from ..model.lexicon import Lexicon
-from ._arc_eager import WORD_ROW_WIDTH, ArcEagerStates
+from ._arc_eager import ArcEagerStates
+from ._arena import WORD_ROW_WIDTH
+from .derivation import Derivation, derivation_of, step_arrays
+from .inputs import SegmentInputs
+from .lexicon import Lexicon
 from .system import Moves, TransitionSpec
 
 SHIFT, LEFT, RIGHT, REDUCE = 0, 1, 2, 3
@@ -56,10 +58,56 @@ ARC_EAGER = TransitionSpec("arc_eager", N_ACTIONS, N_RELATIONS, word_action=SHIF
                            sentence_link=INPUT_CONTEXT)
 
 
+# feature templates are ADDRESS.ATTRIBUTE, e.g. S0.tag: the stack top's tag
+FEATURE_SETS: Dict[str, Tuple[str, ...]] = {
+    # only the top of the stack and the front of the queue (the paper's LF)
+    "local": ("S0.form", "S0.tag", "S0.feats", "I0.form", "I0.tag", "I0.feats"),
+    # a MaltParser-like set: the local one plus the partial tree around them
+    "rich": (
+        "S0.form", "S0.tag", "S0.pos", "S0.feats", "S0.dep",
+        "I0.form", "I0.tag", "I0.pos", "I0.feats",
+        "S1.tag", "S1.form", "hS0.tag", "hS0.form",
+        "lcS0.dep", "lcS0.tag", "rcS0.dep", "rcS0.tag", "lcI0.dep", "lcI0.tag",
+    ),
+}
+# the conditional model's set (objective = "conditional"): contextual token
+# vectors (``vec``) of the stack, the queue and its look-ahead, and children
+FEATURE_SETS["conditional"] = (
+    "S0.vec", "S1.vec", "I0.vec", "I1.vec", "I2.vec", "hS0.vec",
+    "lcS0.vec", "rcS0.vec", "lcI0.vec", "S0.dep", "lcS0.dep", "rcS0.dep", "lcI0.dep",
+)
+ADDRESSES = ("S0", "S1", "I0", "hS0", "lcS0", "rcS0", "lcI0", "I1", "I2")
+ATTRIBUTES = ("form", "tag", "pos", "feats", "dep", "vec")
+# words not generated yet: only the conditional model may read them, as vectors
+LOOKAHEAD = ("I1", "I2")
+
+
+def parse_templates(spec: str) -> Tuple[Tuple[str, str], ...]:
+    """``"local"``, ``"rich"`` or a comma-separated list like ``"S0.tag,I0.form"``."""
+    names = FEATURE_SETS.get(spec)
+    if names is None:
+        names = tuple(s.strip() for s in spec.split(",") if s.strip())
+    templates = []
+    for name in names:
+        addr, _, attr = name.partition(".")
+        if addr not in ADDRESSES or attr not in ATTRIBUTES:
+            raise ValueError(
+                f"unknown feature template {name!r}: use ADDRESS.ATTRIBUTE with "
+                f"address in {ADDRESSES} and attribute in {ATTRIBUTES}"
+            )
+        if addr in LOOKAHEAD and attr != "vec":
+            raise ValueError(
+                f"feature template {name!r}: {addr} is a word not generated yet, only "
+                f"{addr}.vec (a contextual vector, objective = 'conditional') can be read"
+            )
+        templates.append((addr, attr))
+    return tuple(templates)
+
+
 class ArcEagerMoves(Moves):
     """The arc-eager system of ``isbn_parser`` (see
     :class:`~spacy_isbn.transitions.system.TransitionSystem`): its spec, its
-    feature templates (``S0.tag``, ...: :mod:`spacy_isbn.model.features`) over
+    feature templates (``S0.tag``, ...: :data:`FEATURE_SETS`) over
     the lexicon's inputs after the previous decision's rows, its compiled
     configurations and its oracle derivations."""
 

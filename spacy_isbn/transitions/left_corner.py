@@ -40,10 +40,10 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import numpy
 
 from ..corpus.ptb import Tree, collapse_unary_chains, expand_unary_chains
-from ..model.derivation import Derivation, derivation_of, step_arrays
-from ..model.features import SegmentInputs
-from ..model.lexicon import Lexicon
 from ._left_corner import N_FIXED_COLUMNS
+from .derivation import Derivation, derivation_of, step_arrays
+from .inputs import SegmentInputs
+from .lexicon import Lexicon
 from .system import Moves, TransitionSpec
 
 SHIFT, PROJECT, ATTACH = 0, 1, 2

@@ -8,7 +8,9 @@ an object of the :class:`TransitionSystem` protocol:
   search need to know of the decisions;
 * the feature layout over the model's embedding table: ``templates``,
   ``offsets``, ``n_rows`` (rows the templates take), ``width`` (columns per
-  configuration), ``vector_columns()``, ``form_columns()``;
+  configuration), ``vector_columns()``, ``form_columns()``, and
+  ``word_row_width``, the columns of a word row its configurations read
+  (:class:`~spacy_isbn.transitions.inputs.SegmentInputs`);
 * ``n_labels`` and ``label_masks()``: the labels and, per label kind, those
   allowed (with the spec, what the pipe sizes the model by);
 * ``new_states()`` / ``states()``: the compiled configurations, an arena of
@@ -35,8 +37,10 @@ from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy
 
-from ..model.features import MAX_FEATS, VEC_ROWS
-from ..model.lexicon import UNK, Lexicon
+from ._arena import MAX_NODE_FEATS, WORD_ROW_WIDTH
+from .lexicon import UNK, Lexicon
+
+VEC_ROWS = 3  # a vec template's own embedding rows: none, (unused), the root node
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class TransitionSystem(Protocol):
     offsets: List[int]
     n_rows: int
     width: int
+    word_row_width: int
     n_labels: int
 
     def label_masks(self) -> List[List[bool]]: ...
@@ -91,6 +96,7 @@ class Moves:
 
     spec: TransitionSpec
     fixed_columns = 1  # feature columns before the templates' own
+    word_row_width = WORD_ROW_WIDTH
     dynamic_oracle = False  # has :meth:`costs`
 
     def __init__(self, templates: Sequence[Tuple[Any, str]], lex: Lexicon, first_row: int):
@@ -101,7 +107,7 @@ class Moves:
         for _, attr in self.templates:
             self.offsets.append(row)
             row += {"dep": lex.n_labels + 3, "vec": VEC_ROWS}.get(attr) or lex.input_size(attr)
-            self.width += MAX_FEATS if attr == "feats" else 1
+            self.width += MAX_NODE_FEATS if attr == "feats" else 1
         self.n_rows = row
         self._states: Dict[bool, Any] = {}
 
@@ -121,11 +127,11 @@ class Moves:
 
     def template_columns(self):
         """(column, attribute, offset) of each template (a feats template
-        takes MAX_FEATS columns)."""
+        takes MAX_NODE_FEATS columns)."""
         column = self.fixed_columns
         for (_, attr), offset in zip(self.templates, self.offsets):
             yield column, attr, offset
-            column += MAX_FEATS if attr == "feats" else 1
+            column += MAX_NODE_FEATS if attr == "feats" else 1
 
     def vector_columns(self) -> List[Tuple[int, int]]:
         """(column, offset) of each ``vec`` template (see

@@ -1,16 +1,17 @@
-"""Gold derivations as arrays, and batches of them for the training step.
+"""Gold derivations as arrays: what a transition system's oracle gives
+training.
 
 With teacher forcing the whole decision sequence of a sentence is known
 before the forward pass, so are the source state of every relation and every
-feature id.  A sentence becomes a handful of int arrays; a batch pads them to
-(batch, steps, ...) so the model can run all sentences in lockstep.
+feature id.  A sentence becomes a handful of int arrays (batched for the
+model by :mod:`spacy_isbn.model.batch`).
 """
 from dataclasses import dataclass, fields, replace
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional
 
 import numpy
 
-from .features import SegmentInputs
+from .inputs import SegmentInputs
 
 
 @dataclass
@@ -97,78 +98,3 @@ def chain_derivations(derivs: List[Derivation], link: int) -> Derivation:
            and getattr(derivs[0], f.name) is not None}
     return Derivation(src=numpy.concatenate(src).astype("int32"),
                       n_words=sum(d.n_words for d in derivs), **cat)
-
-
-def word_batches(derivs: Sequence[Derivation], max_words: int) -> Iterator[Tuple[List[Derivation], int]]:
-    """The derivations sorted by length and packed into batches of at most
-    ``max_words`` words (at least one derivation each), with their word
-    counts: similar lengths keep the training pass's lockstep loop short."""
-    batch: List[Derivation] = []
-    words = 0
-    for d in sorted(derivs, key=lambda d: d.n_states):
-        if batch and words + d.n_words > max_words:
-            yield batch, words
-            batch, words = [], 0
-        batch.append(d)
-        words += d.n_words
-    if batch:
-        yield batch, words
-
-
-@dataclass
-class DerivationBatch:
-    """Derivations padded to (B, T, ...); ``valid`` marks real states."""
-
-    feats: numpy.ndarray
-    src: numpy.ndarray
-    valid: numpy.ndarray
-    action: numpy.ndarray
-    action_mask: numpy.ndarray
-    label: numpy.ndarray
-    label_kind: numpy.ndarray
-    gen_tag: numpy.ndarray
-    end_legal: numpy.ndarray
-    gen_bundle: numpy.ndarray
-    gen_form: numpy.ndarray
-    n_words: numpy.ndarray
-    tok_base: Optional[numpy.ndarray] = None
-    tok_end: Optional[numpy.ndarray] = None
-    # the conditional model's projected token vectors (``project_tokens``)
-    vectors: Optional[numpy.ndarray] = None
-    # (B, T): the output each state's log-probs add to (default: its
-    # derivation's), e.g. one per sentence of a chain; or per decision head
-    # (``isbn.HEADS``: a, l, t, b, f) its own (B, T), e.g. one per word
-    groups: Optional[Union[numpy.ndarray, Dict[str, numpy.ndarray]]] = None
-
-    @classmethod
-    def from_derivations(cls, derivs: List[Derivation]) -> "DerivationBatch":
-        B = len(derivs)
-        T = max(d.n_states for d in derivs)
-
-        def pad(name, fill, dtype):
-            first = getattr(derivs[0], name)
-            out = numpy.full((B, T) + first.shape[1:], fill, dtype=dtype)
-            for i, d in enumerate(derivs):
-                arr = getattr(d, name)
-                out[i, : arr.shape[0]] = arr
-            return out
-
-        valid = numpy.zeros((B, T), dtype=bool)
-        for i, d in enumerate(derivs):
-            valid[i, : d.n_states] = True
-        return cls(
-            feats=pad("feats", -1, "int32"),
-            src=pad("src", -1, "int32"),
-            valid=valid,
-            action=pad("action", -1, "int32"),
-            action_mask=pad("action_mask", False, bool),
-            label=pad("label", -1, "int32"),
-            label_kind=pad("label_kind", 0, "int32"),
-            gen_tag=pad("gen_tag", -1, "int32"),
-            end_legal=pad("end_legal", False, bool),
-            gen_bundle=pad("gen_bundle", -1, "int32"),
-            gen_form=pad("gen_form", -1, "int32"),
-            n_words=numpy.array([d.n_words for d in derivs], dtype="int32"),
-            tok_base=pad("tok_base", 0, "int64") if derivs[0].tok_base is not None else None,
-            tok_end=pad("tok_end", 0, "int64") if derivs[0].tok_end is not None else None,
-        )

@@ -167,7 +167,8 @@ def _brute_force_logprob(parser, words):
         for heads, labels in trees:
             items.append((doc, [(0, n, [i if h == -1 else h for i, h in enumerate(heads)],
                                  labels)]))
-    scores = numpy.concatenate(parser.tree_logprobs(items))
+    scores = numpy.array([s.logprob for sents in parser.forced_derivations.score(items)
+                          for s in sents])
     return float(numpy.logaddexp.reduce(scores))
 
 

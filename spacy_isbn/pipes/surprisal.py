@@ -31,14 +31,14 @@ from spacy.tokens import Doc
 from ..errors import UserError
 from ..model.scorer import ISBNScorer
 from ..search.beam import BeamSearch
-from .base import DocWords, doc_pieces
+from .base import SEGMENT_LENGTH, DocWords, doc_pieces
 
 LN2 = math.log(2.0)
 
 
 class WordSurprisal:
-    """``surprisals`` of a generative ``isbn_parser`` (a mixin of
-    :class:`~.isbn_parser.ISBNParser`)."""
+    """``surprisals`` of a generative dependency ISBN (a mixin of
+    :class:`~.dependency.DependencyPipe`)."""
 
     def surprisals(self, docs: Iterable[Doc], *, beam_width: int = 10, tag_top_k: int = 20,
                    label_top_k: int = 5) -> List[Doc]:
@@ -61,7 +61,7 @@ class WordSurprisal:
             inputs = self._inputs(self._records(tokens))
             ends = words.sentence_ends()
             for start, end in doc_pieces([t.text for t in tokens], ends,
-                                         self.cfg.get("segment_length", 0)):
+                                         self.cfg.get("segment_length", SEGMENT_LENGTH)):
                 items.append((doc, words, start, inputs.span(start, end), ends[start:end]))
         search = BeamSearch(ISBNScorer(self.model, None), self.moves, beam_width=beam_width,
                             label_top_k=label_top_k, multiroot=self.cfg["multiroot"],

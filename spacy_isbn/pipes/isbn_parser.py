@@ -56,7 +56,7 @@ from thinc.api import Model
 
 from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
-from ..model.scorer import ISBNScorer
+from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, SegmentParse
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_trees
@@ -203,7 +203,7 @@ class ISBNParser(DependencyPipe):
     def _search(self, joint: bool, vectors: Optional[numpy.ndarray] = None,
                 beam_width: int = 0) -> BeamSearch:
         return BeamSearch(
-            ISBNScorer(self.model, vectors), self.moves,
+            SearchStep(self.model, vectors), self.moves,
             beam_width=beam_width or self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],

@@ -29,7 +29,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..errors import UserError
-from ..model.scorer import ISBNScorer
+from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces
 
@@ -63,7 +63,7 @@ class WordSurprisal:
             for start, end in doc_pieces([t.text for t in tokens], ends,
                                          self.cfg.get("segment_length", SEGMENT_LENGTH)):
                 items.append((doc, words, start, inputs.span(start, end), ends[start:end]))
-        search = BeamSearch(ISBNScorer(self.model, None), self.moves, beam_width=beam_width,
+        search = BeamSearch(SearchStep(self.model, None), self.moves, beam_width=beam_width,
                             label_top_k=label_top_k, multiroot=self.cfg["multiroot"],
                             joint=self.joint_tables, tag_top_k=tag_top_k, prefix_probs=True)
         parses = search.parse_many([(inputs, ends) for _, _, _, inputs, ends in items])

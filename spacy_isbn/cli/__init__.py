@@ -4,11 +4,11 @@ plain function.  ``spacy-isbn --help`` lists them; ``project.yml`` calls them.
 
 Groups: :mod:`.data` (fetch, convert, split, prepare), :mod:`.train`
 (configs, training, reranking weight, evaluation), :mod:`.benchmark`,
-:mod:`.errors` (score-trees, find-errors, error-finder-eval),
+:mod:`.annotation_errors` (score-trees, find-errors, error-finder-eval),
 :mod:`.constituency`, :mod:`.dbn`."""
 from ._util import CliError, app, main
 # importing a group registers its commands, in this order in --help
-from . import data, train, benchmark, parse, language_model, errors, calibration, constituency, dbn, package, docs  # noqa: F401,E402
+from . import data, train, benchmark, parse, language_model, annotation_errors, calibration, constituency, dbn, package, docs  # noqa: F401,E402
 from .data import prepare, split_dev
 from .train import evaluate, rerank_weight, set_beam, train_config
 

@@ -1,5 +1,5 @@
 """The conditional ISBN (objective = "conditional"): token vectors with
-look-ahead, gradients into tok2vec, the step scorer, a trained pipeline."""
+look-ahead, gradients into tok2vec, the search step, a trained pipeline."""
 import subprocess
 import sys
 
@@ -12,7 +12,7 @@ from spacy.training import Example
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.features import vector_feature_ids
 from spacy_isbn.model.isbn import build_isbn_model, project_tokens
-from spacy_isbn.model.scorer import ISBNScorer
+from spacy_isbn.model.search_step import SearchStep
 from spacy_isbn.transitions.arc_eager import (
     LEFT, RIGHT, SHIFT, Configuration, oracle_derivation, parse_templates,
 )
@@ -136,13 +136,13 @@ def test_gradients_match_finite_differences_including_tok2vec():
 
 
 def test_forward_matches_the_step_scorer_along_gold_derivations():
-    """The batched training pass and the scorer the search uses give the same
+    """The batched training pass and the search step give the same
     log P(tree | words) of each gold sentence."""
     nlp, parser, egs = inline_parser(n_docs=1)
     doc = egs[0].reference
     ext = parser.moves
     vectors, _, _ = project_tokens(parser.model, [egs[0].predicted])
-    scorer = ISBNScorer(parser.model, vectors)
+    step = SearchStep(parser.model, vectors)
     derivs = parser._derivations(egs)
     assert len(derivs) == 3  # given the words, sentences are not chained
     batch = DerivationBatch.from_derivations(derivs)
@@ -158,30 +158,30 @@ def test_forward_matches_the_step_scorer_along_gold_derivations():
 
         def state(first=False):
             parents = numpy.concatenate([
-                states[s] if s >= 0 else numpy.zeros(scorer.nH, "float32")
+                states[s] if s >= 0 else numpy.zeros(step.nH, "float32")
                 for s in config.sources()])[None, :]
             feats = numpy.full((1, ext.width), -1, dtype="int32")
             if first:
                 feats[0, 0] = 0
             else:
                 feats[0] = config.features()
-            feats = scorer.vector_ids(feats, numpy.array([start]), numpy.array([len(doc)]))
-            H = scorer.states(parents, feats)
+            feats = step.vector_ids(feats, numpy.array([start]), numpy.array([len(doc)]))
+            H = step.states(parents, feats)
             states.append(H[0])
             config.register_state(len(states) - 1)
             return H
 
         H = state(first=True)
         no_end = numpy.array([False])
-        total += scorer.tag_logprobs(H, no_end)[0, 0]  # the first word: certain
+        total += step.tag_logprobs(H, no_end)[0, 0]  # the first word: certain
         for action, label in oracle_derivation(heads, labels):
             H = state()
-            total += scorer.actions(H, numpy.array([config.legal_actions()]))[0, action]
+            total += step.actions(H, numpy.array([config.legal_actions()]))[0, action]
             if action in (LEFT, RIGHT):
-                total += scorer.label_logprobs(H, action, [config.label_kind(action)])[0, label]
+                total += step.label_logprobs(H, action, [config.label_kind(action)])[0, label]
             elif action == SHIFT:
                 end = numpy.array([config.end_is_legal()])
-                total += scorer.tag_logprobs(H, end)[0, 0 if config.front < inputs.n else 1]
+                total += step.tag_logprobs(H, end)[0, 0 if config.front < inputs.n else 1]
             config.apply(action, label)
     assert total == pytest.approx(float(expected), abs=1e-3)
 

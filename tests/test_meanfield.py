@@ -7,7 +7,7 @@ import pytest
 from spacy_isbn.model import meanfield
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import PARAMS
-from spacy_isbn.model.scorer import ISBNScorer
+from spacy_isbn.model.search_step import SearchStep
 from spacy_isbn.model.meanfield import Observed
 from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration
 
@@ -132,7 +132,7 @@ def test_gradient_matches_finite_differences_in_float64(latent_edges, big_head, 
     ("rich", True, 128), ("local", True, 128), ("rich", False, 128), ("rich", True, 0)])
 def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, latent_edges,
                                                                     big_head, monkeypatch):
-    """The batched training pass and the search's scorer (means re-estimated
+    """The batched training pass and the search step (means re-estimated
     after each elementary decision, later states reading the final means)
     give the same log P(tree, words) for each gold derivation."""
     monkeypatch.setattr(meanfield, "BIG_HEAD", big_head)
@@ -141,51 +141,51 @@ def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, la
     ff_ll, _ = _setup(features=features, latent_edges=latent_edges)[0](
         DerivationBatch.from_derivations(derivs), is_train=False)
     assert not numpy.allclose(ll, ff_ll)
-    scorer = ISBNScorer(model)
+    step = SearchStep(model)
     for (inputs, decisions), expected in zip(gold_decisions(lex, toks), ll):
         states = []
 
         def eta_of(config):
-            return scorer.pre(*step_inputs(config, states, inputs, ext, scorer.nH))
+            return step.pre(*step_inputs(config, states, inputs, ext, step.nH))
 
         def word(eta, a, prior, k, end_legal):
             """log P(word k | ...) and the logits once it is generated."""
             one = numpy.array
             if k >= inputs.n:
-                tag = dict(prior, tag=one([scorer.nT]), end_legal=one([end_legal]))
-                lp = scorer.tag_logprobs(scorer.means(a), one([end_legal]))[0, scorer.nT]
-                return lp, scorer.refine(eta, a, **tag)
+                tag = dict(prior, tag=one([step.nT]), end_legal=one([end_legal]))
+                lp = step.tag_logprobs(step.means(a), one([end_legal]))[0, step.nT]
+                return lp, step.refine(eta, a, **tag)
             t, b, f = inputs.gen_tag[k], inputs.gen_bundle[k], inputs.gen_form[k]
-            lp = scorer.tag_logprobs(scorer.means(a), one([end_legal]))[0, t]
+            lp = step.tag_logprobs(step.means(a), one([end_legal]))[0, t]
             dec = dict(prior, tag=one([t]), end_legal=one([end_legal]))
-            a = scorer.refine(eta, a, **dec)
-            lo = scorer.bundle_ranges[t][0]
-            lp += scorer.bundle_logprobs(scorer.means(a), t)[0, b - lo]
+            a = step.refine(eta, a, **dec)
+            lo = step.bundle_ranges[t][0]
+            lp += step.bundle_logprobs(step.means(a), t)[0, b - lo]
             dec["bundle"] = one([b])
-            a = scorer.refine(eta, a, **dec)
-            lp += scorer.form_logprobs(scorer.means(a), t, [f])[0]
-            return lp, scorer.refine(eta, a, form=one([f]), **dec)
+            a = step.refine(eta, a, **dec)
+            lp += step.form_logprobs(step.means(a), t, [f])[0]
+            return lp, step.refine(eta, a, form=one([f]), **dec)
 
         config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
         eta = eta_of(config)
         total, a = word(eta, eta, {}, 0, False)
-        states.append(scorer.means(a)[0])
+        states.append(step.means(a)[0])
         config.register_state(0)
         for action, label in decisions:
             eta = eta_of(config)
             mask = numpy.array([config.legal_actions()])
-            total += scorer.actions(scorer.means(eta), mask)[0, action]
+            total += step.actions(step.means(eta), mask)[0, action]
             prior = dict(action=numpy.array([action]), action_mask=mask)
-            a = scorer.refine(eta, eta, **prior)
+            a = step.refine(eta, eta, **prior)
             if action in (LEFT, RIGHT):
                 kind = config.label_kind(action)
-                total += scorer.label_logprobs(scorer.means(a), action, [kind])[0, label]
-                a = scorer.refine(eta, a, label=numpy.array([label]), kind=numpy.array([kind]),
+                total += step.label_logprobs(step.means(a), action, [kind])[0, label]
+                a = step.refine(eta, a, label=numpy.array([label]), kind=numpy.array([kind]),
                                   **prior)
             elif action == SHIFT:
                 lp, a = word(eta, a, prior, config.front, config.end_is_legal())
                 total += lp
-            states.append(scorer.means(a)[0])
+            states.append(step.means(a)[0])
             config.register_state(len(states) - 1)
             config.apply(action, label)
         assert total == pytest.approx(float(expected), abs=1e-3)

@@ -4,7 +4,7 @@ import pytest
 
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import build_isbn_model
-from spacy_isbn.model.scorer import ISBNScorer
+from spacy_isbn.model.search_step import SearchStep
 from spacy_isbn.transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_RELATIONS, REDUCE, RIGHT, SHIFT,
     ArcEagerMoves, Configuration, oracle_derivation, parse_templates,
@@ -83,7 +83,7 @@ def test_decision_distributions_sum_to_one(multiroot):
     all legal complete next decisions (action x label, or shift x tag x bundle
     x form, END included where legal) sum to 1."""
     model, lex, ext, toks, derivs = _setup(multiroot=multiroot)
-    scorer = ISBNScorer(model)
+    step = SearchStep(model)
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
         inputs = SegmentInputs(tk, lex)
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
@@ -92,26 +92,26 @@ def test_decision_distributions_sum_to_one(multiroot):
                                states=ext.new_states(multiroot))
         rng = numpy.random.RandomState(1)
         for action, label in decisions:
-            parents = rng.uniform(size=(1, N_RELATIONS * scorer.nH)).astype("float32")
+            parents = rng.uniform(size=(1, N_RELATIONS * step.nH)).astype("float32")
             feats = config.features()[None, :]
-            H = scorer.states(parents, feats)
+            H = step.states(parents, feats)
             legal = config.legal_actions()
-            act = numpy.exp(scorer.actions(H, numpy.array([legal])))[0]
+            act = numpy.exp(step.actions(H, numpy.array([legal])))[0]
             total = 0.0
             for a in (LEFT, RIGHT):
                 if legal[a]:
-                    total += act[a] * numpy.exp(scorer.label_logprobs(H, a, [config.label_kind(a)])[0]).sum()
+                    total += act[a] * numpy.exp(step.label_logprobs(H, a, [config.label_kind(a)])[0]).sum()
             if legal[REDUCE]:
                 total += act[REDUCE]
             if legal[SHIFT]:
                 end_legal = numpy.array([config.end_is_legal()])
-                p_shift = numpy.exp(scorer.word(H, end_legal, scorer.nT, -1, -1))[0]
+                p_shift = numpy.exp(step.word(H, end_legal, step.nT, -1, -1))[0]
                 for tag in range(len(lex.tags)):
                     lo, hi = lex.bundle_ranges[tag]
                     flo, fhi = lex.form_ranges[tag]
                     for bundle in range(lo, hi):
                         for form in range(flo, fhi):
-                            p_shift += numpy.exp(scorer.word(H, end_legal, tag, bundle, form))[0]
+                            p_shift += numpy.exp(step.word(H, end_legal, tag, bundle, form))[0]
                 total += act[SHIFT] * p_shift
             assert total == pytest.approx(1.0, abs=1e-4)
             config.apply(action, label)
@@ -127,7 +127,7 @@ def gold_decisions(lex, toks):
 
 def step_inputs(config, states, inputs, ext, nH):
     """The parents (from the earlier ``states``) and features of the next
-    state of ``config``, as the search would hand them to the scorer (the
+    state of ``config``, as the search would hand them to its step (the
     first state: the start decision only)."""
     parents = numpy.concatenate([
         states[s] if s >= 0 else numpy.zeros(nH, "float32") for s in config.sources()
@@ -141,36 +141,36 @@ def step_inputs(config, states, inputs, ext, nH):
 
 
 def test_forward_log_likelihood_matches_step_scorer():
-    """The batched training pass and the step-wise scorer used by the search
+    """The batched training pass and the search step
     give the same log P(tree, words) for each gold derivation."""
     model, lex, ext, toks, derivs = _setup()
     ll, _ = model(DerivationBatch.from_derivations(derivs), is_train=False)
-    scorer = ISBNScorer(model)
+    step = SearchStep(model)
     for (inputs, decisions), expected in zip(gold_decisions(lex, toks), ll):
         states = []
 
         def state(config):
-            states.append(scorer.states(*step_inputs(config, states, inputs, ext, scorer.nH))[0])
+            states.append(step.states(*step_inputs(config, states, inputs, ext, step.nH))[0])
             config.register_state(len(states) - 1)
             return states[-1][None, :]
 
         config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
         H = state(config)
-        total = scorer.word(H, numpy.array([False]), inputs.gen_tag[0],
+        total = step.word(H, numpy.array([False]), inputs.gen_tag[0],
                             inputs.gen_bundle[0], inputs.gen_form[0])[0]
         for action, label in decisions:
             H = state(config)
-            total += scorer.actions(H, numpy.array([config.legal_actions()]))[0, action]
+            total += step.actions(H, numpy.array([config.legal_actions()]))[0, action]
             if action in (LEFT, RIGHT):
-                total += scorer.label_logprobs(H, action, [config.label_kind(action)])[0, label]
+                total += step.label_logprobs(H, action, [config.label_kind(action)])[0, label]
             elif action == SHIFT:
                 k = config.front
                 end = numpy.array([config.end_is_legal()])
                 if k < inputs.n:
-                    total += scorer.word(H, end, inputs.gen_tag[k], inputs.gen_bundle[k],
+                    total += step.word(H, end, inputs.gen_tag[k], inputs.gen_bundle[k],
                                          inputs.gen_form[k])[0]
                 else:
-                    total += scorer.word(H, end, scorer.nT, -1, -1)[0]
+                    total += step.word(H, end, step.nT, -1, -1)[0]
             config.apply(action, label)
         assert total == pytest.approx(float(expected), abs=1e-3)
 

@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_isbn.model.batch import DerivationBatch
-from spacy_isbn.model.scorer import ISBNScorer
+from spacy_isbn.model.search_step import SearchStep
 from spacy_isbn.transitions.derivation import chain_derivations
 from spacy_isbn.transitions.inputs import SegmentInputs
 
@@ -152,15 +152,15 @@ def test_generation_distributions_are_proper(pipeline):
     P(form | state, tag) each sum to one."""
     nlp, _ = pipeline
     parser = nlp.get_pipe("isbn_parser")
-    scorer = ISBNScorer(parser.model)
-    H = numpy.random.RandomState(0).uniform(0, 1, (4, scorer.nH)).astype("float32")
-    tag_lp = scorer.tag_logprobs(H, numpy.array([True, False, True, False]))
+    step = SearchStep(parser.model)
+    H = numpy.random.RandomState(0).uniform(0, 1, (4, step.nH)).astype("float32")
+    tag_lp = step.tag_logprobs(H, numpy.array([True, False, True, False]))
     assert numpy.allclose(numpy.exp(tag_lp).sum(axis=1), 1.0, atol=1e-5)
-    assert numpy.all(numpy.isneginf(tag_lp[[1, 3], scorer.nT]))
-    for tag in range(scorer.nT):
-        assert numpy.allclose(numpy.exp(scorer.bundle_logprobs(H, tag)).sum(axis=1), 1.0, atol=1e-5)
-        lo, hi = scorer.form_ranges[tag]
-        forms = numpy.stack([scorer.form_logprobs(H, tag, numpy.full(4, f)) for f in range(lo, hi)])
+    assert numpy.all(numpy.isneginf(tag_lp[[1, 3], step.nT]))
+    for tag in range(step.nT):
+        assert numpy.allclose(numpy.exp(step.bundle_logprobs(H, tag)).sum(axis=1), 1.0, atol=1e-5)
+        lo, hi = step.form_ranges[tag]
+        forms = numpy.stack([step.form_logprobs(H, tag, numpy.full(4, f)) for f in range(lo, hi)])
         assert numpy.allclose(numpy.exp(forms).sum(axis=0), 1.0, atol=1e-5)
 
 

@@ -130,9 +130,31 @@ def test_scores_any_given_tree(pipeline):
     good = nlp("the dog barks .")
     bad = Doc(nlp.vocab, words=[t.text for t in good], tags=[t.tag_ for t in good],
               heads=[3, 3, 3, 3], deps=["det", "nsubj", "punct", "root"])
-    (good_lp, _), (bad_lp, _) = reranker.doc_tree_logprobs([good, bad])
+    good_lp, bad_lp = [d._.isbn_logprob for d in reranker.score_trees([good.copy(), bad])]
     assert good_lp == pytest.approx(good._.isbn_logprob, abs=1e-4)
     assert bad_lp < good_lp
+
+
+def test_reranker_is_its_own_pipe(pipeline, tmp_path):
+    """No parser and no beam settings; a cfg saved with the parser's settings
+    (while the reranker was an isbn_parser) loads without them."""
+    from spacy.pipeline import TrainablePipe
+
+    from spacy_isbn.pipes.isbn_parser import ISBNParser
+
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    assert isinstance(reranker, TrainablePipe) and not isinstance(reranker, ISBNParser)
+    assert "beam_width" not in reranker.cfg and not hasattr(reranker, "_search")
+    before = nlp("the dog barks . cats sleep .")
+    reranker.to_disk(tmp_path)
+    cfg = srsly.read_json(tmp_path / "cfg")
+    srsly.write_json(tmp_path / "cfg", {"beam_width": 10, "tagging": "pipeline", **cfg})
+    reranker.from_disk(tmp_path)
+    assert reranker.cfg == cfg
+    after = nlp("the dog barks . cats sleep .")
+    assert after._.isbn_kbest == before._.isbn_kbest
+    assert after._.isbn_logprob == before._.isbn_logprob
 
 
 def test_reranker_without_candidates_says_what_is_missing(pipeline):

@@ -7,7 +7,7 @@ import pytest
 from spacy_isbn.corpus.ptb import parse_bracketed
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import build_isbn_model
-from spacy_isbn.model.scorer import ISBNScorer
+from spacy_isbn.model.search_step import SearchStep
 from spacy_isbn.transitions.inputs import SegmentInputs
 from spacy_isbn.transitions.left_corner import (
     ATTACH, LEFT_CORNER, PROJECT, SHIFT, LeftCornerMoves, LeftCornerSystem,
@@ -48,16 +48,16 @@ def _setup(width=6):
 
 def test_left_corner_forward_matches_step_scorer():
     """The batched training forward gives each left-corner derivation the
-    log-likelihood the step-wise scorer (the search's) gives it, walking the
+    log-likelihood the search step gives it, walking the
     compiled configurations."""
     model, lex, states, inputs, decisions, derivs, _ = _setup()
     ll, _ = model(DerivationBatch.from_derivations(derivs), is_train=False)
-    scorer = ISBNScorer(model)
-    nH = scorer.nH
+    step = SearchStep(model)
+    nH = step.nH
     for inp, dec, expected in zip(inputs, decisions, ll):
         means = []
-        H = scorer.states(numpy.zeros((1, 4 * nH), "float32"), states.start_features(1))
-        total = scorer.word(H, numpy.array([False]), inp.gen_tag[0], inp.gen_bundle[0],
+        H = step.states(numpy.zeros((1, 4 * nH), "float32"), states.start_features(1))
+        total = step.word(H, numpy.array([False]), inp.gen_tag[0], inp.gen_bundle[0],
                             inp.gen_form[0])[0]
         means.append(H[0])
         handle = states.start(numpy.zeros(1, "int32"), inp.rows[:1])
@@ -69,20 +69,20 @@ def test_left_corner_forward_matches_step_scorer():
             states.describe(handle, numpy.zeros(1, "uint8"), src, feats, masks, allowed, end, kinds)
             parents = numpy.concatenate([means[s] if s >= 0 else numpy.zeros(nH, "float32")
                                          for s in src[0]])[None, :]
-            H = scorer.states(parents, feats)
+            H = step.states(parents, feats)
             final = t == len(dec) - 1
             action = SHIFT if final else act
-            total += scorer.actions(H, masks.astype(bool))[0, action]
+            total += step.actions(H, masks.astype(bool))[0, action]
             if action == PROJECT:
-                total += scorer.label_logprobs(H, PROJECT, kinds[:, 0])[0, arg]
+                total += step.label_logprobs(H, PROJECT, kinds[:, 0])[0, arg]
                 states.advance(handle[0], PROJECT, arg, t)
             elif action == ATTACH:
                 states.advance(handle[0], ATTACH, -1, t)
             elif final:
-                total += scorer.word(H, end.astype(bool), scorer.nT, -1, -1)[0]
+                total += step.word(H, end.astype(bool), step.nT, -1, -1)[0]
                 states.advance(handle[0], SHIFT, -1, t)
             else:
-                total += scorer.word(H, end.astype(bool), inp.gen_tag[shifted],
+                total += step.word(H, end.astype(bool), inp.gen_tag[shifted],
                                      inp.gen_bundle[shifted], inp.gen_form[shifted])[0]
                 states.advance(handle[0], SHIFT, -1, t, inp.rows[shifted])
                 shifted += 1
@@ -126,7 +126,7 @@ def test_the_shared_search_parses_with_left_corner_derivations(beam_width):
         backprop(numpy.full(ll.shape, -1.0, dtype="float32"))
         model.finish_update(optimizer)
     ll, _ = model(batch, is_train=False)
-    search = BeamSearch(ISBNScorer(model), features,
+    search = BeamSearch(SearchStep(model), features,
                         beam_width=beam_width, label_top_k=3)
     parses = search.parse_many([(inp, [False] * (inp.n - 1) + [True]) for inp in inputs])
     for parse, tree, expected in zip(parses, trees, ll):

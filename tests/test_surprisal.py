@@ -64,10 +64,10 @@ def test_surprisals_sum_to_the_sentences_log_prob(lm):
     # everything sums to -log2 of the beam's last mass: its words_logprob
     words = DocWords(doc)
     inputs = parser._inputs(parser._records(words.token_list()))
-    from spacy_isbn.model.scorer import ISBNScorer
+    from spacy_isbn.model.search_step import SearchStep
     from spacy_isbn.search.beam import BeamSearch
 
-    search = BeamSearch(ISBNScorer(parser.model, None), parser.moves, beam_width=6,
+    search = BeamSearch(SearchStep(parser.model, None), parser.moves, beam_width=6,
                         joint=parser.joint_tables, prefix_probs=True)
     parse = search.parse_many([(inputs, words.sentence_ends())])[0]
     assert sum(total) + eos == pytest.approx(-parse.prefix[2, -1] / math.log(2), rel=1e-9)
@@ -167,7 +167,8 @@ def _brute_force_logprob(parser, words):
         for heads, labels in trees:
             items.append((doc, [(0, n, [i if h == -1 else h for i, h in enumerate(heads)],
                                  labels)]))
-    scores = numpy.concatenate(parser.tree_logprobs(items))
+    scores = numpy.array([s.logprob for sents in parser.forced_derivations.score(items)
+                          for s in sents])
     return float(numpy.logaddexp.reduce(scores))
 
 

@@ -72,15 +72,40 @@ def test_underivable_trees_score_minus_infinity_with_a_reason(pipeline):
     heads = [t.head.i for t in doc]
     unseen = Doc(nlp.vocab, words=words, tags=tags, heads=heads,
                  deps=["nosuchlabel"] + [t.dep_ for t in doc[1:]])
-    [(_, _, first), (_, _, second)] = reranker.doc_tree_scores([unseen])[0]
+    given = reranker.forced_derivations
+    [[first, second]] = given.score(given.trees_set_on([unseen]))
     assert first.logprob == -numpy.inf and "nosuchlabel" in first.reason
     assert numpy.isfinite(second.logprob) and second.reason == ""
     wrong_kind = Doc(nlp.vocab, words=words, tags=tags, heads=heads,
                      deps=["obj"] + [t.dep_ for t in doc[1:]])  # obj: only ever a right arc
-    (_, _, score), _ = reranker.doc_tree_scores([wrong_kind])[0]
+    [[score, _]] = given.score(given.trees_set_on([wrong_kind]))
     assert score.logprob == -numpy.inf and "'obj'" in score.reason and "token 0" in score.reason
     # "dog" hangs from "sleep": one span, two roots
     two_roots = Doc(nlp.vocab, words=words, tags=tags, heads=[1, 5, 2, 2, 5, 5, 5],
                     deps=["det", "nsubj", "root", "punct", "nsubj", "root", "punct"])
-    [(_, _, joined)] = reranker.doc_tree_scores([two_roots])[0]
+    [[joined]] = given.score(given.trees_set_on([two_roots]))
     assert joined.logprob == -numpy.inf and "more than one root" in joined.reason
+
+
+def test_the_old_names_warn_and_score_as_before(pipeline):
+    """tree_scores, tree_logprobs, doc_tree_scores, doc_tree_logprobs: deprecated."""
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp("the dog barks . cats sleep .")
+    given = reranker.forced_derivations
+    items = given.trees_set_on([doc])
+    [scores] = given.score(items)
+    [scored] = reranker.score_trees([doc.copy()])
+    with pytest.warns(DeprecationWarning, match="tree_scores"):
+        [old] = reranker.tree_scores(items)
+    assert [s.logprob for s in old] == [s.logprob for s in scores]
+    with pytest.warns(DeprecationWarning, match="tree_logprobs"):
+        [logprobs] = reranker.tree_logprobs(items)
+    assert logprobs.tolist() == [s.logprob for s in scores]
+    with pytest.warns(DeprecationWarning, match="doc_tree_scores"):
+        [sents] = reranker.doc_tree_scores([doc])
+    assert [(start, end, s.logprob) for start, end, s in sents] == [
+        tuple(sent) for sent in scored._.isbn_sentences]
+    with pytest.warns(DeprecationWarning, match="doc_tree_logprobs"):
+        [(logprob, sentences)] = reranker.doc_tree_logprobs([doc])
+    assert (logprob, sentences) == (scored._.isbn_logprob, scored._.isbn_sentences)

@@ -161,28 +161,28 @@ def test_a_whitespace_only_doc_is_one_sentence_rooted_at_its_first_token(
 
 
 def test_reranker_scores_given_trees_on_the_words(reranked):
-    """doc_tree_logprobs of a tree with whitespace attached: that of the words'
+    """score_trees of a tree with whitespace attached: that of the words'
     tree; a word headed by whitespace cannot be derived."""
     reranker = reranked.get_pipe("isbn_reranker")
     doc = parse(reranked, [], ["the dog barks .\n\ncats sleep .\n"])[0]
     (words_doc,) = parse(reranked, [], [words_only(doc)])
-    [(logprob, sentences)] = reranker.doc_tree_logprobs([doc])
-    assert logprob == words_doc._.isbn_logprob
-    assert [s for s, _, _ in sentences] == [0, 5]
+    [scored] = reranker.score_trees([doc])
+    assert scored._.isbn_logprob == words_doc._.isbn_logprob
+    assert [s for s, _, _ in scored._.isbn_sentences] == [0, 5]
     bad = Doc(doc.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc],
               tags=[t.tag_ for t in doc], heads=[1, 2, 2, 2, 2, 6, 4, 6, 7],
               deps=["det", "nsubj", "root", "punct", "dep", "nsubj", "dep", "punct", "dep"])
-    [(bad_lp, _)] = reranker.doc_tree_logprobs([bad])
-    assert bad_lp == float("-inf")
+    assert reranker.score_trees([bad])[0]._.isbn_logprob == float("-inf")
     # whitespace as a sentence of its own (the old behaviour): it scores 0
     # and the sentences around it stay chained
     own = Doc(doc.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc],
               tags=[t.tag_ for t in doc], heads=[t.i if t.is_space else t.head.i for t in doc],
               deps=["root" if t.is_space else t.dep_ for t in doc])
-    [(own_lp, own_sentences)] = reranker.doc_tree_logprobs([own])
+    [own] = reranker.score_trees([own])
+    own_sentences = own._.isbn_sentences
     assert [(s, e) for s, e, _ in own_sentences] == [(0, 4), (4, 5), (5, 8), (8, 9)]
     assert own_sentences[1][2] == 0.0 and own_sentences[3][2] == 0.0
-    assert own_lp == words_doc._.isbn_logprob
+    assert own._.isbn_logprob == words_doc._.isbn_logprob
 
 
 @pytest.mark.parametrize("objective", ["generative", "conditional"])

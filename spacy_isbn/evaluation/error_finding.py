@@ -5,7 +5,7 @@ tags either the pipeline's predictions (what the reranker was trained on)
 or the file's, and its annotated tree (:func:`tagged_docs`).
 
 :func:`score_treebank`: every sentence's and arc's forced-derivation score
-(:meth:`~spacy_isbn.pipes.tree_scores.TreeScores.score_trees`).
+(:class:`~spacy_isbn.pipes.tree_scores.ForcedDerivations`).
 
 :func:`find_errors`: per sentence, the candidates are the annotated tree and
 the conditional ``isbn_parser``'s k best trees for the same words and
@@ -99,7 +99,7 @@ def scoring_pipe(nlp: Language, where, component: Optional[str] = None):
         if component not in nlp.pipe_names:
             raise UserError(f"{where}: no component {component!r} (components: "
                             f"{', '.join(nlp.pipe_names)})")
-        if not hasattr(nlp.get_pipe(component), "score_trees"):
+        if not hasattr(nlp.get_pipe(component), "forced_derivations"):
             raise UserError(f"{where}: {component!r} cannot score trees: give an isbn_parser "
                             "or isbn_reranker")
         return nlp.get_pipe(component)
@@ -115,7 +115,8 @@ def score_treebank(nlp: Language, sentences: Sequence[ConllSentence], tags: str 
     docs = tagged_docs(nlp, sentences, tags, root_label=pipe._root_label)
     out = []
     for number, (sent, (doc,)) in enumerate(zip(sentences, ([d] for d in docs)), start=1):
-        ((_, _, score),) = pipe.doc_tree_scores([doc])[0]
+        given = pipe.forced_derivations
+        [[score]] = given.score(given.trees_set_on([doc]))
         out.append({"sent_id": sentence_id(sent, number), "logprob": score.logprob,
                     "reason": score.reason,
                     "arcs": [{"id": i + 1, "form": w, "head": h, "deprel": lab, "logprob": float(p)}
@@ -147,8 +148,8 @@ def sentence_candidates(parser, reranker, doc: Doc
             if tree not in trees:
                 trees.append(tree)
     items = [(doc, [(0, len(doc), list(h), list(lab))]) for h, lab in trees]
-    cond = numpy.array([s[0].parts for s in parser.tree_scores(items)])
-    gen = numpy.array([s[0].parts for s in reranker.tree_scores(items)])
+    cond = numpy.array([s[0].parts for s in parser.forced_derivations.score(items)])
+    gen = numpy.array([s[0].parts for s in reranker.forced_derivations.score(items)])
     weight = reranker.cfg["rerank_weight"]
     parts = cond + weight * gen if weight else cond
     return trees, parts.sum(axis=1), parts
@@ -187,7 +188,8 @@ def find_errors(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "
         batch = docs[start: start + batch_size]
         # the k best for the same words and sentence, the annotated trees kept aside
         trees = [(numpy.array([t.head.i for t in d]), [t.dep_ for t in d]) for d in batch]
-        reasons = [s[0][2].reason for s in reranker.doc_tree_scores(batch)]
+        given = reranker.forced_derivations
+        reasons = [s[0].reason for s in given.score(given.trees_set_on(batch))]
         parser.set_annotations(batch, parser.predict(batch))
         for doc, (heads, labels) in zip(batch, trees):
             write_trees(doc, heads, labels)

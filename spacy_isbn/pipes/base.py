@@ -1,9 +1,10 @@
 """What the package's components share: :class:`SavedParts`, a component's
 saved state as named parts written and read as spaCy's own pipes do
 (``util.to_bytes``, ``util.to_disk`` and their readers: ``exclude`` leaves a
-part out); :class:`ISBNPipe`, the base of ``isbn_parser`` (and so
-``isbn_reranker``) and ``isbn_constituency``: the objective, the transition
-system over the lexicon, the model sized for both, the training step;
+part out); :class:`ISBNPipe`, the base of ``isbn_parser``, ``isbn_reranker``
+(both through :class:`~.dependency.DependencyPipe`) and ``isbn_constituency``:
+the objective, the transition system over the lexicon, the model sized for
+both, the training step;
 :func:`write_trees`, how the dependency parsers write their trees; and
 :class:`DocWords`, which of a doc's tokens they read as words."""
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
@@ -123,6 +124,7 @@ class DocWords:
         return first, last, word_heads.tolist(), numpy.array(labels, dtype=object)[rows].tolist()
 
 
+SEGMENT_LENGTH = 1000  # the tokens of a piece (:func:`doc_pieces`) unless a pipe sets its own
 SENTENCE_FINAL = frozenset((".", "!", "?", "...", "\u2026", "\u3002", "\uff01", "\uff1f"))
 
 

@@ -27,7 +27,7 @@ from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import score_trees
 from ..extensions import register_extensions
-from ..model.scorer import ISBNScorer
+from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.derivation import Derivation, place_tokens
 from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree
@@ -165,7 +165,7 @@ class ISBNConstituency(ISBNPipe):
         if segments:
             vectors = self.piece_vectors(self.token_vectors(docs),
                                          [(d, 0, len(docs[d])) for d in where])
-            search = BeamSearch(ISBNScorer(self.model, vectors), self.moves,
+            search = BeamSearch(SearchStep(self.model, vectors), self.moves,
                                 beam_width=self.cfg["beam_width"],
                                 label_top_k=self.cfg["label_top_k"])
             for d, parse in zip(where, search.parse_many(segments)):

@@ -3,10 +3,12 @@ trees of a conditional ``isbn_parser`` in front of it.
 
 The conditional parser (``objective = "conditional"``, ``sentence_kbest =
 true``) reads contextual vectors with look-ahead and leaves each sentence's k
-best trees in ``doc._.isbn_kbest``.  This component is a generative
-``isbn_parser`` (trained the same way, on the tags the pipeline predicts): it
-scores every candidate by its forced derivation, log P_gen(tree, words), and
-keeps per sentence the candidate with the highest log-linear score
+best trees in ``doc._.isbn_kbest``.  This component holds a generative ISBN
+(trained as a generative ``isbn_parser`` is, on the tags the pipeline
+predicts, but never searched): it scores every candidate by its forced
+derivation (:class:`~.tree_scores.ForcedDerivations`), log P_gen(tree,
+words), and keeps per sentence the candidate with the highest log-linear
+score
 
     log P_cond(tree | words) + rerank_weight * log P_gen(tree, words)
       + sum of rerank_features[f] * f
@@ -33,12 +35,12 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 from thinc.api import Model
 
+from ..evaluation.metrics import parser_score
 from ..evaluation.reranking import combined
 from ..transitions.arc_eager import sentence_spans_from_heads
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
-from .base import write_trees
-from ..evaluation.metrics import parser_score
-from .isbn_parser import DEFAULT_MODEL, ISBNParser
+from .base import Part, write_trees
+from .dependency import DEFAULT_MODEL, DependencyPipe
 
 
 @Language.factory(
@@ -80,13 +82,13 @@ def make_isbn_reranker(nlp: Language, name: str, model: Model, rerank_weight: fl
                         max_batch_words=max_batch_words, scorer=scorer)
 
 
-# the reranker's features of a candidate, columns of ``Candidates`` entries
+# the reranker's features of a candidate, columns of ``ScoredKBest`` entries
 FEATURES = ("conditional", "generative", "structure", "conditional_best")
 
 
-class Candidates:
-    """One doc's candidates: per k-best entry (a sentence) its analyses'
-    heads, labels and features (``FEATURES``, one row per analysis)."""
+class ScoredKBest:
+    """One doc's k-best lists, scored: per k-best entry (a sentence) its
+    analyses' heads, labels and features (``FEATURES``, one row per analysis)."""
 
     __slots__ = ("entries",)
 
@@ -100,7 +102,10 @@ class Candidates:
                 for *_, feats in self.entries]
 
 
-class ISBNReranker(ISBNParser):
+class ISBNReranker(DependencyPipe):
+    """Reranks the k best trees of the parser in front by a generative
+    ISBN's forced-derivation scores (see the module)."""
+
     def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_reranker", *,
                  rerank_weight: float = 1.0, rerank_features: Optional[Dict[str, float]] = None,
                  confidence_temperature: float = 1.0,
@@ -108,10 +113,14 @@ class ISBNReranker(ISBNParser):
                  multiroot: bool = False, tag_attr: str = "tag",
                  cutoff: int = 5, max_batch_words: int = 2000,
                  scorer: Optional[Callable] = parser_score):
-        super().__init__(vocab, model, name, multiroot=multiroot, tag_attr=tag_attr,
-                         tagging="pipeline", cutoff=cutoff, max_batch_words=max_batch_words,
-                         confidence_temperature=confidence_temperature,
-                         outside_agreement=outside_agreement, scorer=scorer)
+        super().__init__(vocab, model, name, {
+            "multiroot": multiroot, "tag_attr": tag_attr, "cutoff": cutoff,
+            "max_batch_words": max_batch_words,
+            "confidence_temperature": float(confidence_temperature),
+            "outside_agreement": float(outside_agreement),
+            "rerank_weight": float(rerank_weight),
+            "rerank_features": {k: float(v) for k, v in (rerank_features or {}).items()},
+        }, scorer)
         if not self.generative:
             raise ValueError(f"{name}: the reranker's model must be generative "
                              "(objective = 'generative')")
@@ -119,8 +128,12 @@ class ISBNReranker(ISBNParser):
         if unknown:
             raise ValueError(f"{name}: rerank_features {sorted(unknown)}: the features are "
                              f"{', '.join(FEATURES[2:])}")
-        self.cfg["rerank_weight"] = float(rerank_weight)
-        self.cfg["rerank_features"] = {k: float(v) for k, v in (rerank_features or {}).items()}
+
+    def saved_parts(self) -> Dict[str, Part]:
+        """As the parser's; a saved cfg's settings that are not the
+        reranker's (pipelines saved while it was an ``isbn_parser``) are left out."""
+        return {**super().saved_parts(), "cfg": Part(lambda: self.cfg, lambda cfg: self.cfg.update(
+            {key: value for key, value in cfg.items() if key in self.cfg}), "json")}
 
     @property
     def weights(self) -> numpy.ndarray:
@@ -129,7 +142,7 @@ class ISBNReranker(ISBNParser):
         return numpy.array([1.0, self.cfg["rerank_weight"]] + [extra.get(f, 0.0)
                                                                for f in FEATURES[2:]])
 
-    def candidates(self, docs: Iterable[Doc]) -> List[Candidates]:
+    def candidates(self, docs: Iterable[Doc]) -> List[ScoredKBest]:
         """Every doc's k-best trees from the parser in front, each scored by
         the generative model (each sentence on its own)."""
         docs = list(docs)
@@ -147,7 +160,7 @@ class ISBNReranker(ISBNParser):
                     spans = sentence_spans_from_heads([h - start for h in heads])
                     items.append((doc, [(start + s, start + e, heads[s:e], labels[s:e])
                                         for s, e in spans]))
-        scores = self.tree_scores(items)
+        scores = self.forced_derivations.score(items)
         out, i = [], 0
         for doc in docs:
             entries = []
@@ -161,16 +174,16 @@ class ISBNReranker(ISBNParser):
                 entries.append((start, end, [a[1] for a in analyses], [a[2] for a in analyses],
                                 feats))
                 i += len(analyses)
-            out.append(Candidates(entries))
+            out.append(ScoredKBest(entries))
         return out
 
-    def predict(self, docs: Iterable[Doc]) -> List[Candidates]:
+    def predict(self, docs: Iterable[Doc]) -> List[ScoredKBest]:
         return self.candidates(docs)
 
-    def set_annotations(self, docs: Iterable[Doc], candidates: List[Candidates]) -> None:
+    def set_annotations(self, docs: Iterable[Doc], candidates: List[ScoredKBest]) -> None:
         self.annotate(docs, candidates, self.weights)
 
-    def write_confidence(self, docs: Iterable[Doc], candidates: List[Candidates],
+    def write_confidence(self, docs: Iterable[Doc], candidates: List[ScoredKBest],
                          weights: Optional[numpy.ndarray] = None) -> None:
         """The arc probabilities of each sentence's candidates, weighed by
         their combined score under ``weights`` (None: the component's) with
@@ -187,7 +200,7 @@ class ISBNReranker(ISBNParser):
                     coverage(feats[:, 0]), outside)))
             write_arc_probs(doc, spans)
 
-    def annotate(self, docs: Iterable[Doc], candidates: List[Candidates],
+    def annotate(self, docs: Iterable[Doc], candidates: List[ScoredKBest],
                  weights: numpy.ndarray) -> None:
         """Write each doc's best candidates under ``weights`` (of ``FEATURES``), their exact
         generative scores (the doc's sentences chained; per token too:
@@ -216,6 +229,7 @@ class ISBNReranker(ISBNParser):
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
         self.write_confidence(docs, candidates, weights)
+        # scored again, chained: a sentence's score hangs on the tree before it, a candidate's did not
         for doc in self.score_trees([doc for doc, cands in zip(docs, candidates) if cands.entries]):
             # log P(returned trees, words) plus each sentence's candidates' mass
             # relative to its returned tree (scored as separate sentences): a

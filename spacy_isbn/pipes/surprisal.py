@@ -29,16 +29,16 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..errors import UserError
-from ..model.scorer import ISBNScorer
+from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch
-from .base import DocWords, doc_pieces
+from .base import SEGMENT_LENGTH, DocWords, doc_pieces
 
 LN2 = math.log(2.0)
 
 
 class WordSurprisal:
-    """``surprisals`` of a generative ``isbn_parser`` (a mixin of
-    :class:`~.isbn_parser.ISBNParser`)."""
+    """``surprisals`` of a generative dependency ISBN (a mixin of
+    :class:`~.dependency.DependencyPipe`)."""
 
     def surprisals(self, docs: Iterable[Doc], *, beam_width: int = 10, tag_top_k: int = 20,
                    label_top_k: int = 5) -> List[Doc]:
@@ -61,9 +61,9 @@ class WordSurprisal:
             inputs = self._inputs(self._records(tokens))
             ends = words.sentence_ends()
             for start, end in doc_pieces([t.text for t in tokens], ends,
-                                         self.cfg.get("segment_length", 0)):
+                                         self.cfg.get("segment_length", SEGMENT_LENGTH)):
                 items.append((doc, words, start, inputs.span(start, end), ends[start:end]))
-        search = BeamSearch(ISBNScorer(self.model, None), self.moves, beam_width=beam_width,
+        search = BeamSearch(SearchStep(self.model, None), self.moves, beam_width=beam_width,
                             label_top_k=label_top_k, multiroot=self.cfg["multiroot"],
                             joint=self.joint_tables, tag_top_k=tag_top_k, prefix_probs=True)
         parses = search.parse_many([(inputs, ends) for _, _, _, inputs, ends in items])

@@ -1,10 +1,9 @@
-"""A model's score of any given tree by its forced derivation (the training
-forward): log P(tree, words) for a generative ``isbn_parser`` (sentences
-chained as in training), log P(tree | words) for a conditional one (each
-sentence on its own, as in training), split into per-token parts.  What the
-reranker scores its candidates with, what ``spacy-isbn score-trees`` and
-``find-errors`` read, and what a user calls for a Doc whose trees were set
-by hand or by another parser.
+"""A dependency model's score of any given tree by its forced derivation
+(the training forward), :class:`ForcedDerivations`: log P(tree, words) for
+a generative ISBN (sentences chained as in training), log P(tree | words)
+for a conditional one (each sentence on its own, as in training), split
+into per-token parts.  What the reranker scores its candidates with, what
+``score_trees``, ``spacy-isbn score-trees`` and ``find-errors`` read.
 
 Per token: the decisions of the derivation about it
 (:meth:`~spacy_isbn.transitions.arc_eager.ArcEagerMoves.decision_words`):
@@ -49,12 +48,29 @@ class _Piece(NamedTuple):
     sentences: List[Tuple[int, int, int]]
 
 
-class TreeScores:
-    """Forced-derivation scores of given trees for :class:`~.isbn_parser.ISBNParser`
-    (a mixin; ``isbn_reranker`` inherits it)."""
+Trees = Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]
 
-    def tree_scores(self, items: List[Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]]
-                    ) -> List[List[SentenceScore]]:
+
+class ForcedDerivations:
+    """The scores of given trees under the model of ``pipe``, a dependency
+    pipe (:class:`~.dependency.DependencyPipe`), by forced derivation."""
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+
+    def trees_set_on(self, docs: Iterable[Doc]) -> List[Trees]:
+        """The trees set on ``docs`` (``token.head``/``dep_``, e.g. by another
+        parser or by hand) as :meth:`score` reads them, one item per doc."""
+        items = []
+        for doc in docs:
+            if self.pipe.generative:
+                self.pipe._require_tags(doc)  # a forced derivation generates the doc's own tags
+            heads = [t.head.i for t in doc]
+            items.append((doc, [(start, end, heads[start:end], [t.dep_ for t in doc[start:end]])
+                                for start, end in sentence_spans_from_heads(heads)]))
+        return items
+
+    def score(self, items: List[Trees]) -> List[List[SentenceScore]]:
         """The model's scores of given trees.  ``items``: a doc and its
         sentences as (start, end, absolute heads, labels); per item, per
         sentence its :class:`SentenceScore`.  A tree the model cannot derive
@@ -63,14 +79,14 @@ class TreeScores:
         reason, and breaks the chain.  The tags are the doc's (generative);
         indices are the doc's tokens, the trees scored on its words
         (:class:`DocWords`), a sentence with none scoring 0."""
-        items = list(items)
-        generative = self.generative
+        items, pipe = list(items), self.pipe
+        generative = pipe.generative
         out: List[List[Optional[SentenceScore]]] = [[None] * len(sents) for _, sents in items]
         all_words = [DocWords(doc) for doc, _ in items]
-        vectors = None if generative else self.token_vectors([doc for doc, _ in items], all_words)
+        vectors = None if generative else pipe.token_vectors([doc for doc, _ in items], all_words)
         pieces: List[_Piece] = []
         for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
-            records = self._records(words.token_list())
+            records = pipe._records(words.token_list())
             chain: List[Tuple[int, int, int, Derivation]] = []
             for k, sent in enumerate(sents):
                 start, end, heads, labels = words.word_tree(*sent)
@@ -84,7 +100,7 @@ class TreeScores:
                     chain = []
                     continue
                 if not generative:  # given the words, each sentence on its own
-                    base = int(vectors[1][i]) // self._n_vec_templates
+                    base = int(vectors[1][i]) // len(pipe.core.attrs["vector_columns"])
                     deriv = place_tokens(deriv, base + start, base + len(words))
                     pieces.extend(self._pieces([(i, k, end - start, deriv)]))
                     continue
@@ -92,7 +108,7 @@ class TreeScores:
             pieces.extend(self._pieces(chain))
         parts: Dict[Tuple[int, int], numpy.ndarray] = {}
         of = {id(p.deriv): p for p in pieces}
-        for batch, _ in word_batches([p.deriv for p in pieces], max(1, self.cfg["max_batch_words"])):
+        for batch, _ in word_batches([p.deriv for p in pieces], max(1, pipe.cfg["max_batch_words"])):
             members = [of[id(d)] for d in batch]
             arrays = DerivationBatch.from_derivations(batch)
             arrays.groups, offset = {key: numpy.zeros(arrays.valid.shape, dtype="int64")
@@ -105,7 +121,7 @@ class TreeScores:
                 offset += sum(n for _, _, n in piece.sentences)
             if vectors is not None:
                 arrays.vectors = vectors[0]
-            lps = numpy.asarray(self.core(arrays, is_train=False)[0], dtype="float64")
+            lps = numpy.asarray(pipe.core(arrays, is_train=False)[0], dtype="float64")
             lps = numpy.concatenate([lps, numpy.zeros(2 * offset - len(lps))]).reshape(-1, 2)
             offset = 0
             for piece in members:
@@ -129,28 +145,24 @@ class TreeScores:
             out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
         return out
 
-    @property
-    def _n_vec_templates(self) -> int:
-        return len(self.core.attrs["vector_columns"])
-
     def _forced_derivation(self, records, start: int, heads: List[int], labels: List[str]
                            ) -> Tuple[Optional[Derivation], str]:
         """A sentence's derivation (words ``start``.. with absolute word
         heads), or None and why the model cannot derive it."""
-        n = len(records)
+        n, pipe = len(records), self.pipe
         local = [h - start for h in heads]
         if not all(0 <= h < n for h in local):
             return None, "a word is headed outside its sentence or by whitespace"
         # a root arc spelled UD's way or spaCy's is the model's root arc
-        oracle = self._oracle_tree(local, model_labels(local, labels, self._root_label))
+        oracle = pipe._oracle_tree(local, model_labels(local, labels, pipe._root_label))
         if oracle is None:
             return None, "more than one root (the model allows one: multiroot = false)"
-        label_ids = [self.lexicon.label_ids.get(x, -1) for x in oracle[1]]
+        label_ids = [pipe.lexicon.label_ids.get(x, -1) for x in oracle[1]]
         if min(label_ids) < 0:
             unseen = sorted({x for x, i in zip(oracle[1], label_ids) if i < 0})
             return None, f"label never seen in training: {', '.join(unseen)}"
-        return self.moves.derivation(self._inputs(records), (oracle[0], [0] + label_ids),
-                                     self.end_tag, self.cfg["multiroot"]), ""
+        return pipe.moves.derivation(pipe._inputs(records), (oracle[0], [0] + label_ids),
+                                     pipe.end_tag, pipe.cfg["multiroot"]), ""
 
     def _pieces(self, chain: List[Tuple[int, int, int, Derivation]]) -> List[_Piece]:
         """A chain of consecutive sentences' derivations as one forward row
@@ -160,53 +172,11 @@ class TreeScores:
         groups: Dict[str, List[numpy.ndarray]] = {key: [] for key in HEADS}
         base = 0
         for _, _, n, deriv in chain:
-            act, gen = self.moves.decision_words(deriv.action, n)
+            act, gen = self.pipe.moves.decision_words(deriv.action, n)
             for key in HEADS:
                 word = act if key in ACTION_HEADS else gen
                 groups[key].append(base + numpy.maximum(word, 1) - 1)
             base += n
-        deriv = chain_derivations([c[3] for c in chain], self.moves.spec.sentence_link)
+        deriv = chain_derivations([c[3] for c in chain], self.pipe.moves.spec.sentence_link)
         return [_Piece(deriv, {key: numpy.concatenate(g) for key, g in groups.items()},
                        [(i, k, n) for i, k, n, _ in chain])]
-
-    def tree_logprobs(self, items: List[Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]]
-                      ) -> List[numpy.ndarray]:
-        """Per item its sentences' log-probs (see :meth:`tree_scores`)."""
-        return [numpy.array([s.logprob for s in scores]) for scores in self.tree_scores(items)]
-
-    def doc_tree_scores(self, docs: Iterable[Doc]) -> List[List[Tuple[int, int, SentenceScore]]]:
-        """Per doc, the trees already set on it (``token.head``/``dep_``, e.g.
-        by another parser or by hand) as (start, end, :class:`SentenceScore`)
-        per sentence."""
-        docs = list(docs)
-        items = []
-        for doc in docs:
-            if self.generative:
-                self._require_tags(doc)  # a forced derivation generates the doc's own tags
-            heads = [t.head.i for t in doc]
-            items.append((doc, [(start, end, heads[start:end], [t.dep_ for t in doc[start:end]])
-                                for start, end in sentence_spans_from_heads(heads)]))
-        return [[(s, e, score) for (s, e, _, _), score in zip(sents, scores)]
-                for (_, sents), scores in zip(items, self.tree_scores(items))]
-
-    def doc_tree_logprobs(self, docs: Iterable[Doc]) -> List[Tuple[float, List[List]]]:
-        """Per doc: the log-prob of the trees set on it and its sentences as
-        [start, end, logprob] (see :meth:`doc_tree_scores`)."""
-        return [(float(sum(s.logprob for _, _, s in sents)),
-                 [[start, end, s.logprob] for start, end, s in sents])
-                for sents in self.doc_tree_scores(docs)]
-
-    def score_trees(self, docs: Iterable[Doc]) -> List[Doc]:
-        """Score the trees set on ``docs`` and write the scores:
-        ``doc._.isbn_logprob``, ``doc._.isbn_sentences`` (and so
-        ``span._.isbn_logprob``) and ``token._.isbn_arc_logprob``, the
-        token's part (see the module docstring).  Generative: log P(trees,
-        words); conditional: log P(trees | words)."""
-        docs = list(docs)
-        for doc, sents in zip(docs, self.doc_tree_scores(docs)):
-            doc._.isbn_logprob = float(sum(s.logprob for _, _, s in sents))
-            doc._.isbn_sentences = [[start, end, s.logprob] for start, end, s in sents]
-            for start, end, s in sents:
-                for tok, part in zip(doc[start:end], s.parts):
-                    tok._.isbn_arc_logprob = float(part)
-        return docs

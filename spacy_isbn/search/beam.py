@@ -35,7 +35,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.scorer import ISBNScorer
+from ..model.search_step import SearchStep
 from ..transitions.inputs import JointTables, SegmentInputs
 from ..transitions.system import TransitionSystem
 from .arrays import Candidates, ParsedSentence, SegmentParse, StatePool, Words
@@ -48,7 +48,7 @@ NEG_INF = -numpy.inf
 class BeamSearch:
     def __init__(
         self,
-        scorer: ISBNScorer,
+        step: SearchStep,
         moves: TransitionSystem,
         *,
         beam_width: int = 10,
@@ -60,7 +60,7 @@ class BeamSearch:
         max_sentence_length: int = 512,
         prefix_probs: bool = False,
     ):
-        self.scorer = scorer
+        self.step = step
         # the transition system's configurations, features and analyses
         self.moves = moves
         self.spec = moves.spec
@@ -72,7 +72,7 @@ class BeamSearch:
         # hard cap on best-first pops per word, so no input can make search hang
         self.max_expansions = max_expansions or 10 * self.beam_width + 10
         self.max_sentence_length = max(2, max_sentence_length)
-        self.end_tag = scorer.nT
+        self.end_tag = step.nT
         # record the beam's mass after each word (SegmentParse.prefix): surprisal
         self.prefix_probs = prefix_probs
         # seconds spent in the model's array work, and in all (see the benchmark)
@@ -98,9 +98,9 @@ class BeamSearch:
     def _first_word(self, eta, rows, toks, words: "Words", pool: StatePool) -> Candidates:
         """Candidates for sentences' first words (tokens ``toks``) from the
         first states ``eta[rows]``."""
-        H = self.scorer.means(eta)
-        tag_lp = self.scorer.tag_logprobs(H, numpy.zeros(len(eta), bool))
-        ff = None if self.scorer.meanfield else (H, pool.add(H))
+        H = self.step.means(eta)
+        tag_lp = self.step.tag_logprobs(H, numpy.zeros(len(eta), bool))
+        ff = None if self.step.meanfield else (H, pool.add(H))
         return self._generate(eta, eta, tag_lp, rows, toks, words, {},
                               numpy.zeros(len(eta), bool), ff, pool)
 
@@ -111,18 +111,18 @@ class BeamSearch:
         (with mean field re-estimated after each decision).  For
         configurations that may end their sentence, also the next sentence's
         candidates for its first word."""
-        scorer, spec = self.scorer, self.spec
+        step, spec = self.step, self.spec
         masks, end_legal, kinds = req["masks"], req["end_legal"], req["label_kinds"]
-        eta = scorer.pre_linked(pool.data, req["src"], req["feats"])
-        H = scorer.means(eta)
+        eta = step.pre_linked(pool.data, req["src"], req["feats"])
+        H = step.means(eta)
         N = len(H)
-        act_lp = scorer.actions(H, masks)
-        ids = None if scorer.meanfield else pool.add(H)
+        act_lp = step.actions(H, masks)
+        ids = None if step.meanfield else pool.add(H)
 
         def after(actions, rows, a=None, **decisions) -> numpy.ndarray:
             """Logits of ``rows`` once ``actions`` (and ``decisions``) are made."""
             a = eta[rows] if a is None else a
-            return scorer.refine(eta[rows], a, action=actions, action_mask=masks[rows],
+            return step.refine(eta[rows], a, action=actions, action_mask=masks[rows],
                                  **decisions)
 
         out = {"act": act_lp}
@@ -130,13 +130,13 @@ class BeamSearch:
         # still enter the beam: later decisions only lower a score
         open_ = req["allowed"] & (act_lp > req["floor"][:, None])
         open_rows = [numpy.flatnonzero(open_[:, action]) for action in range(spec.n_actions)]
-        if scorer.meanfield:
+        if step.meanfield:
             a_word = self._decisions_meanfield(eta, masks, open_rows, kinds, after, out, pool)
         else:
             a_word = eta
             self._decisions_feedforward(H, open_rows, kinds, ids, out)
         word = spec.word_action
-        tag_lp = scorer.tag_logprobs(scorer.means(a_word) if scorer.meanfield else H, end_legal)
+        tag_lp = step.tag_logprobs(step.means(a_word) if step.meanfield else H, end_legal)
         tag_lp[~masks[:, word]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
         out["end"] = end_lp
@@ -150,7 +150,7 @@ class BeamSearch:
         word_prior = {"action": numpy.full(N, word), "action_mask": masks}
         out["cont"] = self._generate(eta, a_word, tag_lp, cont_rows, req["next_tok"][cont_rows],
                                      words, word_prior, end_legal,
-                                     None if scorer.meanfield else (H, ids), pool)
+                                     None if step.meanfield else (H, ids), pool)
         out["cont"].pos = cont_rows[out["cont"].pos]
         # the configurations that may end their sentence here and start the next
         rows = numpy.nonzero((req["start_tok"] >= 0) & (end_lp > NEG_INF)
@@ -159,14 +159,14 @@ class BeamSearch:
         if len(rows):
             # the END step's means are the next sentence's first linked state
             context = H[rows]
-            if scorer.meanfield:
-                context = scorer.means(after(
+            if step.meanfield:
+                context = step.means(after(
                     numpy.full(len(rows), word), rows, a_word[rows],
                     tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
             src = numpy.full((len(rows), spec.n_relations), -1, dtype="int32")
-            if scorer.generates_words:  # given the words, sentences are independent
+            if step.generates_words:  # given the words, sentences are independent
                 src[:, spec.sentence_link] = numpy.arange(len(rows))
-            eta0 = scorer.pre_linked(context, src, self.moves.start_features(len(rows)))
+            eta0 = step.pre_linked(context, src, self.moves.start_features(len(rows)))
             first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
                                      words, pool)
             first.pos = rows[first.pos]
@@ -176,7 +176,7 @@ class BeamSearch:
     def _top_labels(self, H, action: int, kinds):
         """The ``label_top_k`` best labels after ``action`` from the states
         ``H`` and their log-probs."""
-        return self.scorer.top_labels(H, action, kinds, min(self.label_top_k, self.scorer.nL))
+        return self.step.top_labels(H, action, kinds, min(self.label_top_k, self.step.nL))
 
     def _decisions_feedforward(self, H, open_rows, kinds, ids, out: dict) -> None:
         """Per labelled action its ``open_rows``' top-k labels, and the states
@@ -198,7 +198,7 @@ class BeamSearch:
         is legal (one solve for all), labels scored with them, then after each
         top-k label (one solve for all labelled actions).  Returns the logits
         after the word action (rows where it is legal)."""
-        scorer, spec = self.scorer, self.spec
+        step, spec = self.step, self.spec
         rows_of = list(open_rows)
         rows_of[spec.word_action] = numpy.flatnonzero(masks[:, spec.word_action])
         bounds = numpy.cumsum([0] + [len(rows) for rows in rows_of])
@@ -207,11 +207,11 @@ class BeamSearch:
         a_after = [a_all[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
         out["labelled"], out["plain"] = {}, {}
         for action in spec.plain_actions:
-            out["plain"][action] = (rows_of[action], pool.add(scorer.means(a_after[action])))
+            out["plain"][action] = (rows_of[action], pool.add(step.means(a_after[action])))
         arcs = []
         for k, action in enumerate(spec.labelled_actions):
             rows = rows_of[action]
-            top, top_lp = self._top_labels(scorer.means(a_after[action]), action, kinds[rows, k])
+            top, top_lp = self._top_labels(step.means(a_after[action]), action, kinds[rows, k])
             K = top.shape[1]
             rep = numpy.repeat(numpy.arange(len(rows)), K)
             arcs.append((rows[rep], numpy.full(len(rep), action), a_after[action][rep],
@@ -219,7 +219,7 @@ class BeamSearch:
             out["labelled"][action] = (rows, top, top_lp)
         rows_rep, actions, a_start, labels, label_kinds = [numpy.concatenate(parts)
                                                            for parts in zip(*arcs)]
-        states = pool.add(scorer.means(after(actions, rows_rep, a_start, label=labels,
+        states = pool.add(step.means(after(actions, rows_rep, a_start, label=labels,
                                              kind=label_kinds)))
         offset = 0
         for action in spec.labelled_actions:
@@ -238,7 +238,7 @@ class BeamSearch:
         (per row) are made.  ``ff``: feed-forward, the states' means and pool
         ids (None with mean field, where each candidate has means of its own).
         Candidates' ``pos`` index ``rows``."""
-        scorer = self.scorer
+        step = self.step
         if not len(rows):
             return Candidates.empty()
         pos, tags, forms, bundles = words.candidates(numpy.arange(len(rows)), toks,
@@ -249,11 +249,11 @@ class BeamSearch:
                                         forms[possible], bundles[possible])
         if not len(pos):
             return Candidates.empty()
-        if scorer.meanfield:
+        if step.meanfield:
             return self._generate_meanfield(eta, a, tag_lp, pos, r, tags, forms, bundles, prior,
                                             end_legal, pool)
         H_all, ids = ff
-        if not scorer.generates_words:  # conditional: the word is given, only "not END" is scored
+        if not step.generates_words:  # conditional: the word is given, only "not END" is scored
             return Candidates(pos, tag_lp[r, tags], tags, bundles, ids[r], numpy.zeros(len(pos)))
         parts = []
         order = numpy.argsort(tags, kind="stable")
@@ -263,14 +263,14 @@ class BeamSearch:
             # one state per row: the bundle and form distributions read it
             H = H_all[r[sel]]
             if bundles[sel].min() >= 0:  # given bundles: both in one product
-                lp, form_lp = scorer.bundle_and_form(H, tag, bundles[sel], forms[sel])
+                lp, form_lp = step.bundle_and_form(H, tag, bundles[sel], forms[sel])
                 lp += tag_lp[r[sel], tag]
                 parts.append((pos[sel], lp, numpy.full(len(sel), tag), bundles[sel], ids[r[sel]],
                               form_lp))
                 continue
-            cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H, tag), tag,
+            cand, cand_bundle, lp = self._bundles(step.bundle_logprobs(H, tag), tag,
                                                   bundles[sel], tag_lp[r[sel], tag])
-            form_lp = scorer.form_logprobs(H, tag, forms[sel])[cand]
+            form_lp = step.form_logprobs(H, tag, forms[sel])[cand]
             lp += form_lp
             sel = sel[cand]
             parts.append((pos[sel], lp, numpy.full(len(cand), tag), cand_bundle, ids[r[sel]],
@@ -281,16 +281,16 @@ class BeamSearch:
                             end_legal, pool: StatePool) -> Candidates:
         """:meth:`_generate` with the means re-estimated after the tag, after
         the bundle and after the form: one solve per stage for all candidates."""
-        scorer = self.scorer
+        step = self.step
         decided = {name: arr[rows] for name, arr in prior.items()}
         decided.update(tag=tags, end_legal=end_legal[rows])
-        a_tag = scorer.refine(eta[rows], a[rows], **decided)
-        H_tag = scorer.means(a_tag)
+        a_tag = step.refine(eta[rows], a[rows], **decided)
+        H_tag = step.means(a_tag)
         cands, cand_bundles, lps = [], [], []
         for tag in numpy.unique(tags):
             sel = numpy.nonzero(tags == tag)[0]
             tag = int(tag)
-            cand, cand_bundle, lp = self._bundles(scorer.bundle_logprobs(H_tag[sel], tag), tag,
+            cand, cand_bundle, lp = self._bundles(step.bundle_logprobs(H_tag[sel], tag), tag,
                                                   bundles[sel], tag_lp[rows[sel], tag])
             cands.append(sel[cand])
             cand_bundles.append(cand_bundle)
@@ -298,22 +298,22 @@ class BeamSearch:
         cand, cand_bundle, lp = map(numpy.concatenate, (cands, cand_bundles, lps))
         decided = {name: arr[cand] for name, arr in decided.items()}
         decided["bundle"] = cand_bundle
-        a_bundle = scorer.refine(eta[rows[cand]], a_tag[cand], **decided)
-        H_bundle = scorer.means(a_bundle)
+        a_bundle = step.refine(eta[rows[cand]], a_tag[cand], **decided)
+        H_bundle = step.means(a_bundle)
         cand_tags, cand_forms = tags[cand], forms[cand]
         form_lp = numpy.zeros(len(cand))
         for tag in numpy.unique(cand_tags):
             sel = cand_tags == tag
-            form_lp[sel] = scorer.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
+            form_lp[sel] = step.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
         lp += form_lp
-        a_form = scorer.refine(eta[rows[cand]], a_bundle, form=cand_forms, **decided)
+        a_form = step.refine(eta[rows[cand]], a_bundle, form=cand_forms, **decided)
         return Candidates(pos[cand], lp, cand_tags, cand_bundle,
-                          pool.add(scorer.means(a_form)), form_lp)
+                          pool.add(step.means(a_form)), form_lp)
 
     def _bundles(self, bundle_lp, tag: int, bundles, base_lp):
         """(candidate index into the rows, bundle, log-prob so far) of each way
         to go on: a row's given bundle, or (bundle -1) its ``tag_top_k`` best."""
-        lo = self.scorer.bundle_ranges[tag][0]
+        lo = self.step.bundle_ranges[tag][0]
         if bundles.min() >= 0:  # all given (pipeline tagging)
             cand = numpy.arange(len(bundles))
             return cand, bundles, base_lp + bundle_lp[cand, bundles - lo]

@@ -36,7 +36,7 @@ class Lockstep:
         transition system the rounds use (its module imports this one)."""
         self.s = search
         self.states = search.moves.new_states(search.multiroot)
-        self.pool = StatePool(search.scorer.nH)
+        self.pool = StatePool(search.step.nH)
         self.words = Words([w for w, _ in segments], search.joint, search.moves.word_row_width)
         self.n = numpy.array([w.n for w, _ in segments], dtype="int64")
         self.base = numpy.concatenate([[0], numpy.cumsum(self.n)[:-1]]).astype("int64") \
@@ -66,7 +66,7 @@ class Lockstep:
         if not len(live):
             return self.results
         # every segment's first word, from the same initial state
-        init_eta = s.scorer.pre(None, s.moves.start_features(1))
+        init_eta = s.step.pre(None, s.moves.start_features(1))
         first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
         seg = live[first.pos]
@@ -160,8 +160,8 @@ class Lockstep:
         }
         self.states.describe(h.handle[rows], must_end, req["src"], req["feats"],
                              req["masks"], req["allowed"], req["end_legal"], req["label_kinds"])
-        if s.scorer.vectors is not None:
-            req["feats"] = s.scorer.vector_ids(req["feats"], self.base[seg] + h.offset[rows],
+        if s.step.vectors is not None:
+            req["feats"] = s.step.vector_ids(req["feats"], self.base[seg] + h.offset[rows],
                                                self.base[seg] + self.n[seg])
         for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)

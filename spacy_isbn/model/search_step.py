@@ -1,6 +1,7 @@
-"""The trained ISBN model one search step at a time: latent states of a
-batch of configurations and the log-probabilities of their decisions, the
-same computations as the training pass (:func:`.isbn.forward`)."""
+"""The trained ISBN one search step at a time, :class:`SearchStep`: the
+latent states of a batch of configurations and the log-probabilities of
+their decisions, from :mod:`.step`'s ``latent_step`` and ``DecisionHead``,
+the computations the training pass makes (:func:`.isbn.forward`)."""
 from typing import List, Optional, Tuple
 
 import numpy
@@ -14,8 +15,8 @@ from .meanfield import Observed
 from .step import DecisionHead, embedding_table, latent_step, log_softmax, logsumexp, means
 
 
-class ISBNScorer:
-    """Step-wise access to a trained model for search: states and decision log-probs."""
+class SearchStep:
+    """A trained model as the search reads it, step by step: states and decision log-probs."""
 
     def __init__(self, model: Model, vectors: Optional[numpy.ndarray] = None):
         """``vectors``: the conditional model's projected token vectors of the

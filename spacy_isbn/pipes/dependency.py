@@ -1,0 +1,287 @@
+"""What ``isbn_parser`` and ``isbn_reranker`` share, :class:`DependencyPipe`:
+dependency trees over the arc-eager system, the lexicon learnt from them,
+their oracle derivations for training (conditional or generative), the
+scores of given trees (:meth:`DependencyPipe.score_trees`, by
+:class:`~.tree_scores.ForcedDerivations`) and word surprisal."""
+import warnings
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import numpy
+from spacy.attrs import DEP, HEAD, IS_SPACE, LOWER, MORPH, POS, TAG
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.vocab import Vocab
+from thinc.api import Config, Model
+
+from ..corpus.conll import SENTENCES_KEY
+from ..transitions.arc_eager import (
+    LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, parse_templates, sentence_spans_from_heads,
+)
+from ..transitions.derivation import Derivation, chain_derivations, place_tokens
+from ..transitions.inputs import JointTables
+from ..transitions.lexicon import ROOT, UNK, Lexicon, TokenRecord
+from ..transitions.projectivity import projectivize
+from .base import ISBNPipe
+from .surprisal import WordSurprisal
+from .tree_scores import ForcedDerivations, SentenceScore
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy_isbn.ISBNParser.v1"
+hidden_width = 80
+features = "rich"
+latent_edges = true
+approximation = "feedforward"
+init_scale = 0.1
+"""
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+CACHE_SIZE = 50000  # derivations kept between updates (tags predicted in training change)
+
+
+class DependencyPipe(WordSurprisal, ISBNPipe):
+    """An ISBN over the arc-eager system: what its training reads of the
+    gold trees and the tags, and its scores of given trees."""
+
+    def __init__(self, vocab: Vocab, model: Model, name: str, cfg: dict, scorer):
+        if cfg["tag_attr"] not in ("tag", "pos"):
+            raise ValueError(f"tag_attr must be 'tag' or 'pos', not {cfg['tag_attr']!r}")
+        super().__init__(vocab, model, name, cfg, scorer)
+        self.forced_derivations = ForcedDerivations(self)
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        return tuple(self.lexicon.labels)
+
+    def _new_moves(self) -> ArcEagerMoves:
+        templates = parse_templates(self.core.attrs["features"])
+        free_end = not self.generative and self.cfg.get("free_end", False)
+        return ArcEagerMoves(templates, self.lexicon, free_end=free_end)
+
+    @property
+    def joint_tables(self) -> JointTables:
+        if self._joint_tables is None:
+            self._joint_tables = JointTables(self.lexicon)
+        return self._joint_tables
+
+    def _records(self, tokens) -> List[TokenRecord]:
+        """What the model reads of each token (tags are ignored when tagging jointly)."""
+        tag_attr = "tag_" if self.cfg["tag_attr"] == "tag" else "pos_"
+        return [
+            TokenRecord(t.text, getattr(t, tag_attr), t.pos_, str(t.morph)) for t in tokens
+        ]
+
+    def _gold_sentences(self, doc: Doc) -> List[Tuple[int, int]]:
+        spans = doc.user_data.get(SENTENCES_KEY)
+        if spans:
+            return [(int(s), int(e)) for s, e in spans]
+        heads = [t.head.i for t in doc]
+        return sentence_spans_from_heads(heads)
+
+    def _gold_trees(self, doc: Doc):
+        """Yield (span, projective 1-based heads, decorated labels) per sentence;
+        sentences without a complete annotation, or with a whitespace token
+        (which the parser does not read as a word), are skipped."""
+        is_space = doc.to_array(IS_SPACE) if len(doc) else None
+        for start, end in self._gold_sentences(doc):
+            toks = doc[start:end]
+            if any(t.dep == 0 for t in toks) or is_space[start:end].any():
+                continue
+            heads = [t.head.i - start for t in toks]
+            if any(h < 0 or h >= len(toks) for h in heads):
+                continue
+            oracle = self._oracle_tree(heads, [t.dep_ for t in toks])
+            if oracle is not None:
+                yield (start, end), oracle[0], oracle[1]
+
+    def _oracle_tree(self, heads: List[int], labels: List[str]):
+        """A sentence's tree (local 0-based heads, root = self) as the
+        derivations read it: projective 1-based heads (0 = root) and
+        decorated labels; None if it has more roots than allowed."""
+        proj_heads, deco = projectivize(heads, labels, self.cfg["multiroot"])
+        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(proj_heads)]
+        n_roots = sum(1 for h in gold[1:] if h == 0)
+        if n_roots > 1 and not self.cfg["multiroot"]:
+            return None
+        return gold, deco
+
+    # -- training ---------------------------------------------------------------
+    def _learn_from(self, examples: Iterable[Example]) -> None:
+        """The lexicon: the words, tags and labels (with the kinds of arc each
+        label was seen on) of the complete training trees."""
+        sents: List[List[TokenRecord]] = []
+        arcs: List[Tuple[str, int]] = []
+        for eg in examples:
+            doc = eg.reference
+            for (start, end), gold, labels in self._gold_trees(doc):
+                sents.append(self._records(doc[start:end]))
+                for i, (h, lab) in enumerate(zip(gold[1:], labels), start=1):
+                    kind = LABELS_ROOT if h == 0 else (LABELS_LEFT if h > i else LABELS_RIGHT)
+                    arcs.append((lab, kind))
+        if not sents:
+            raise ValueError("isbn_parser.initialize: no sentence with a complete dependency tree")
+        self._set_lexicon(Lexicon(self.cfg["cutoff"]).build(sents, arcs))
+
+    def _set_lexicon(self, lexicon: Lexicon) -> None:
+        """Install a lexicon and reset what is derived from it: the transition
+        system, the joint-tagging tables, cached derivations and the token
+        attributes the model reads."""
+        super()._set_lexicon(lexicon)
+        self._joint_tables: Optional[JointTables] = None
+        self._cache: Dict[bytes, Optional[Derivation]] = {}
+        needed = ["TAG" if self.cfg["tag_attr"] == "tag" else "POS"]
+        if self.cfg["tag_attr"] == "tag" and any(lexicon.inputs["pos"]):
+            needed.append("POS")
+        if any(b for _, b in lexicon.bundles if not b.startswith("\x00")):
+            needed.append("MORPH")
+        # the conditional model reads token vectors, not tags
+        self._tag_attrs = needed if self.generative else []
+
+    def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
+        """One derivation per run of consecutive complete sentences of a doc
+        (conditional model: per sentence).
+        The trees come from the reference; the tags from the predicted Doc
+        (what the components in front predicted) unless the parser tags
+        jointly, when it learns to generate the reference's."""
+        out = []
+        lex, multiroot = self.lexicon, self.cfg["multiroot"]
+        link = self.moves.spec.sentence_link
+        if len(self._cache) > CACHE_SIZE:
+            self._cache = {}
+        first_token = 0  # where each doc's tokens start among the update's token vectors
+        for eg in examples:
+            doc = eg.reference
+            doc_start, first_token = first_token, first_token + len(eg.predicted)
+            tagged = self._training_tags(eg)
+            records = self._records(tagged)
+            arr = numpy.hstack([tagged.to_array([LOWER, TAG, POS, MORPH]), doc.to_array([HEAD, DEP])])
+            chain, prev_end = [], None
+            for (start, end), gold, labels in self._gold_trees(doc):
+                key = arr[start:end].tobytes()
+                if key not in self._cache:
+                    label_ids = [0] + [lex.label_ids.get(lab, -1) for lab in labels]
+                    if min(label_ids[1:]) < 0:  # a label unseen at initialize
+                        self._cache[key] = None
+                    else:
+                        inputs = self._inputs(records[start:end])
+                        self._cache[key] = self.moves.derivation(
+                            inputs, (gold, label_ids), self.end_tag, multiroot)
+                deriv = self._cache[key]
+                if deriv is not None and not self.generative:
+                    # given the words, sentences are independent: no chain
+                    out.append(place_tokens(deriv, doc_start + start, first_token))
+                    continue
+                if chain and (deriv is None or start != prev_end):
+                    out.append(chain_derivations(chain, link))
+                    chain = []
+                if deriv is not None:
+                    chain.append(deriv)
+                prev_end = end
+            if chain:
+                out.append(chain_derivations(chain, link))
+        return out
+
+    def _training_tags(self, eg: Example) -> Doc:
+        """The Doc whose tags the parser learns from (see :meth:`_derivations`)."""
+        pred, ref = eg.predicted, eg.reference
+        tagging = self.cfg.get("tagging", "pipeline")  # the reranker reads the pipeline's
+        if tagging == "joint" or not self.generative:
+            return ref
+        if len(pred) != len(ref) or any(p.text != r.text for p, r in zip(pred, ref)):
+            raise ValueError(
+                "isbn_parser needs gold tokenization in training: the predicted Doc's "
+                f"words differ from the reference's ({pred.text[:60]!r}); read the corpus with "
+                "spacy_isbn.TreebankCorpus.v1, which keeps the treebank's words"
+            )
+        if tagging == "auto" and self._missing_tags(pred):
+            return ref
+        self._require_tags(pred)
+        return pred
+
+    def _missing_tags(self, doc: Doc) -> List[str]:
+        """The token attributes the model reads that ``doc`` has no annotation for."""
+        if len(doc) == 0:
+            return []
+        return [attr for attr in self._tag_attrs if not doc.has_annotation(attr)]
+
+    def _require_tags(self, doc: Doc) -> None:
+        missing = self._missing_tags(doc)
+        if missing:
+            attrs = ", ".join(f"token.{a.lower()}_" if a != "MORPH" else "token.morph" for a in missing)
+            raise ValueError(
+                f"{self.name} (tagging = 'pipeline') reads {attrs}, but the Doc has no "
+                f"{'/'.join(missing)} annotation ({doc.text[:40]!r}...). Put a tagger and "
+                "morphologizer in front of it, or set tagging = 'joint' or 'auto' so that the "
+                "parser tags the words itself."
+            )
+
+    def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:
+        """Word dropout: each word-form feature the state conditions on is
+        replaced by the unknown form with probability ``rate``, so the model
+        learns to rely on tags and structure for rare words (training's
+        ``dropout`` setting)."""
+        columns = self.moves.form_columns()
+        if not columns:
+            return
+        ids = feats[:, :, [c for c, _ in columns]]
+        unk = numpy.array([u for _, u in columns], dtype=ids.dtype)
+        hit = (numpy.random.random_sample(ids.shape) < rate) & (ids > unk - UNK + ROOT)
+        feats[:, :, [c for c, _ in columns]] = numpy.where(hit, unk, ids)
+
+    @property
+    def _root_label(self) -> str:
+        """The label of root arcs (a label only seen from the root node)."""
+        kinds = self.lexicon.label_kinds
+        for lab, name in enumerate(self.lexicon.labels):
+            if kinds[LABELS_ROOT][lab] and not kinds[LABELS_LEFT][lab] and not kinds[LABELS_RIGHT][lab]:
+                return name
+        return "root"
+
+    # -- scores of given trees ------------------------------------------------------
+    def score_trees(self, docs: Iterable[Doc]) -> List[Doc]:
+        """Score the trees set on ``docs`` (by hand or by another parser) by
+        their forced derivation and write the scores:
+        ``doc._.isbn_logprob``, ``doc._.isbn_sentences`` (and so
+        ``span._.isbn_logprob``) and ``token._.isbn_arc_logprob``, the
+        token's part (:mod:`.tree_scores`).  Generative: log P(trees,
+        words); conditional: log P(trees | words)."""
+        docs = list(docs)
+        for doc, sents in zip(docs, self._scores_set_on(docs)):
+            doc._.isbn_logprob = float(sum(s.logprob for _, _, s in sents))
+            doc._.isbn_sentences = [[start, end, s.logprob] for start, end, s in sents]
+            for start, end, s in sents:
+                for tok, part in zip(doc[start:end], s.parts):
+                    tok._.isbn_arc_logprob = float(part)
+        return docs
+
+    def _scores_set_on(self, docs: List[Doc]) -> List[List[Tuple[int, int, SentenceScore]]]:
+        """Per doc, (start, end, score) of each sentence of the trees set on it."""
+        items = self.forced_derivations.trees_set_on(docs)
+        return [[(s, e, score) for (s, e, _, _), score in zip(sents, scores)]
+                for (_, sents), scores in zip(items, self.forced_derivations.score(items))]
+
+    def tree_scores(self, items):
+        """Deprecated: ``forced_derivations.score(items)``."""
+        _deprecated("tree_scores", "forced_derivations.score")
+        return self.forced_derivations.score(items)
+
+    def tree_logprobs(self, items) -> List[numpy.ndarray]:
+        """Deprecated: per item its sentences' log-probs."""
+        _deprecated("tree_logprobs", "forced_derivations.score")
+        return [numpy.array([s.logprob for s in scores])
+                for scores in self.forced_derivations.score(items)]
+
+    def doc_tree_scores(self, docs: Iterable[Doc]):
+        """Deprecated: per doc, (start, end, score) of each sentence."""
+        _deprecated("doc_tree_scores", "score_trees")
+        return self._scores_set_on(list(docs))
+
+    def doc_tree_logprobs(self, docs: Iterable[Doc]) -> List[Tuple[float, List[List]]]:
+        """Deprecated: per doc its log-prob and sentences as [start, end, logprob]."""
+        _deprecated("doc_tree_logprobs", "score_trees")
+        return [(float(sum(s.logprob for _, _, s in sents)),
+                 [[start, end, s.logprob] for start, end, s in sents])
+                for sents in self._scores_set_on(list(docs))]
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)

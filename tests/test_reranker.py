@@ -329,3 +329,20 @@ def test_profile_splits_the_time_by_component_and_step(pipeline, tmp_path):
           "--no-rerank"])
     steps = {row["step"] for row in srsly.read_json(tmp_path / "q.json")["steps"]}
     assert "isbn_reranker" not in steps and "isbn_parser: search" in steps
+
+
+def test_scores_do_not_depend_on_the_other_docs_of_the_batch(pipeline):
+    """Each doc's trees, log-probs, k best and arc probabilities are the same
+    bits whether it is parsed alone or with others (so every engine and
+    batch size writes the same output)."""
+    nlp, egs = pipeline
+    texts = [" ".join(t.text for t in eg.reference) for eg in egs[:12]]
+
+    def outputs(batch_size):
+        return [(d._.isbn_sentences, d._.isbn_kbest, d._.isbn_words_logprob,
+                 [(t.head.i, t.dep_, t._.isbn_head_prob, t._.isbn_arc_logprob) for t in d])
+                for d in nlp.pipe(texts, batch_size=batch_size)]
+
+    alone = outputs(1)
+    assert outputs(len(texts)) == alone
+    assert outputs(5) == alone

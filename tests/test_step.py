@@ -86,3 +86,23 @@ def test_a_missing_source_adds_nothing():
     expected = alone + history[2] @ core.get_param("W")[nH: 2 * nH]
     numpy.testing.assert_allclose(linked, expected)
     assert means(numpy.zeros(2)).tolist() == [0.5, 0.5]
+
+
+def test_row_products_of_a_state_do_not_depend_on_the_other_rows():
+    """The decision heads' products: a row's result is the same bits alone
+    or among others (numpy's BLAS gives no such guarantee)."""
+    from thinc.api import NumpyOps
+
+    from spacy_isbn.model.step import row_products
+
+    rng = numpy.random.default_rng(0)
+    H = rng.standard_normal((300, 128)).astype("float32")
+    W = rng.standard_normal((60, 128)).astype("float32")
+    ops = NumpyOps()
+    together = row_products(ops, H, W)
+    assert together.shape == (300, 60)
+    for i in (0, 7, 150, 299):
+        assert (row_products(ops, H[i: i + 1], W)[0] == together[i]).all()
+        assert (row_products(ops, H[i: i + 9], W) == together[i: i + 9]).all()
+    assert numpy.allclose(together, H @ W.T, atol=1e-4)
+    assert (row_products(ops, H, numpy.ascontiguousarray(W.T), trans2=False) == together).all()

@@ -12,7 +12,7 @@ from ._kernels import masked_top_k, picked_log_softmax2
 from .features import vector_feature_ids
 from .isbn import PARAMS, Decisions, core_of
 from .meanfield import Observed
-from .step import DecisionHead, embedding_table, latent_step, log_softmax, logsumexp, means
+from .step import DecisionHead, embedding_table, latent_step, log_softmax, logsumexp, means, row_products
 
 
 class SearchStep:
@@ -109,7 +109,7 @@ class SearchStep:
         """The ``k`` most likely labels after ``action`` from each state (best
         first) and their log-probs, as :meth:`label_logprobs` gives them."""
         lo = self.label_blocks[action] * self.nL
-        logits = H @ self.p["Wl"][lo: lo + self.nL].T + self.p["bl"][lo: lo + self.nL]
+        logits = row_products(self.core.ops, H, self.p["Wl"][lo: lo + self.nL]) + self.p["bl"][lo: lo + self.nL]
         top = numpy.empty((len(H), k), dtype="int64")
         top_lp = numpy.empty((len(H), k))
         masked_top_k(logits, self._label_masks_u8, numpy.asarray(kinds, "int32"), top, top_lp)
@@ -125,7 +125,7 @@ class SearchStep:
         """(N, bundles of ``tag``) log P(bundle | state, tag); column k is
         bundle ``bundle_ranges[tag][0] + k``."""
         lo, hi = self.bundle_ranges[tag]
-        return log_softmax(H @ self.p["Wb"][lo:hi].T + self.p["bb"][lo:hi])
+        return log_softmax(row_products(self.core.ops, H, self.p["Wb"][lo:hi]) + self.p["bb"][lo:hi])
 
     def bundle_and_form(self, H, tag: int, bundles, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag),
@@ -137,7 +137,7 @@ class SearchStep:
                 numpy.ascontiguousarray(numpy.vstack([self.p["Wb"][blo:bhi], self.p["Wf"][flo:fhi]]).T),
                 numpy.concatenate([self.p["bb"][blo:bhi], self.p["bf"][flo:fhi]]), bhi - blo)
         W, b, nb = self._stacked[tag]
-        logits = H @ W
+        logits = row_products(self.core.ops, H, W, trans2=False)
         logits += b
         out, form_lp = numpy.empty(len(H)), numpy.empty(len(H))
         picked_log_softmax2(logits, nb, numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0],
@@ -147,7 +147,7 @@ class SearchStep:
     def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
         """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""
         lo, hi = self.form_ranges[tag]
-        logits = H @ self.p["Wf"][lo:hi].T + self.p["bf"][lo:hi]
+        logits = row_products(self.core.ops, H, self.p["Wf"][lo:hi]) + self.p["bf"][lo:hi]
         return logits[numpy.arange(len(H)), numpy.asarray(forms) - lo] - logsumexp(logits)
 
     def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:

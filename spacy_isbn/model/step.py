@@ -44,6 +44,14 @@ def gemm(ops, a: numpy.ndarray, b: numpy.ndarray, trans1: bool = False, trans2: 
     return (a.T if trans1 else a) @ (b.T if trans2 else b)
 
 
+def row_products(ops, H: numpy.ndarray, W: numpy.ndarray, trans2: bool = True) -> numpy.ndarray:
+    """``H @ W.T`` (``H @ W`` without ``trans2``) through ``ops.gemm``, whose
+    rows do not depend on one another: numpy's BLAS picks its kernel by the
+    number of rows, so a state's scores would change in the last bits with
+    the other states (and docs) that share its batch."""
+    return gemm(ops, numpy.ascontiguousarray(H), W, trans2=trans2)
+
+
 def gather_parents(history: numpy.ndarray, src: numpy.ndarray) -> numpy.ndarray:
     """(N, R * nH): the means each configuration's relations point to, rows
     of ``history``; zeros where a relation has no source (-1)."""
@@ -219,7 +227,7 @@ class DecisionHead:
         ``rows_lo`` the head is rows ``rows_lo:rows_lo+K`` of W (a
         contiguous Phi range)."""
         W, b = self._rows(rows_lo, mask.shape[1])
-        return masked_log_softmax(H @ W.T + b, mask)
+        return masked_log_softmax(row_products(self.model.ops, H, W) + b, mask)
 
     def _rows(self, rows_lo, K):
         if rows_lo is None:
@@ -231,7 +239,7 @@ class DecisionHead:
         (N, K): one outcome per state (ints), or a set (bools (N, K), its
         outcomes' probabilities summed)."""
         W, b = self._rows(rows_lo, mask.shape[1])
-        logp = masked_log_softmax(H @ W.T + b, mask)
+        logp = masked_log_softmax(row_products(self.model.ops, H, W) + b, mask)
         idx = numpy.arange(len(logp))
         targets = numpy.asarray(targets)
         if targets.dtype == bool:

@@ -1,6 +1,8 @@
 """A parse job's settings, and what a worker (this process, a pool process
 or a Ray actor) does with one shard of its records: load the pipeline
-once, parse the shard in its batches, send the docs back as bytes."""
+once, parse the shard in its batches, and write the shard's files itself
+(this process and pool processes) or send the docs back as bytes (a Ray
+actor, which may not share the output's file system)."""
 from __future__ import annotations
 
 import os
@@ -11,8 +13,10 @@ from typing import List
 import srsly
 from spacy.tokens import Doc, DocBin
 
+from ..corpus.files import write_text
 from .memory import peak_rss_kib
-from .records import Record
+from .records import Record, Reject
+from .writers import OUTPUT_FORMATS, write_shard
 
 
 @dataclass
@@ -36,6 +40,14 @@ class ParseJob:
         out = asdict(self)
         del out["n_process"], out["output"]
         return out
+
+
+def shard_path(output: Path, k: int, fmt: str) -> Path:
+    return Path(output) / f"shard-{k:05d}{OUTPUT_FORMATS[fmt]}"
+
+
+def rejects_path(output: Path, k: int) -> Path:
+    return Path(output) / f"rejects-{k:05d}.tsv"
 
 
 def _doc(nlp, record: Record) -> Doc:
@@ -65,6 +77,25 @@ def parse_records(nlp, job: ParseJob, chunk: List) -> List[Doc]:
     shard's batches."""
     records = [r for r in chunk if isinstance(r, Record)]
     return list(nlp.pipe((_doc(nlp, r) for r in records), batch_size=job.batch_size))
+
+
+def write_parsed(job: ParseJob, k: int, chunk: List, docs: List[Doc]) -> dict:
+    """Write shard ``k``: its parsed docs, and its rejects when it has any;
+    returns its manifest entry (but how far the input was read)."""
+    records = [r for r in chunk if isinstance(r, Record)]
+    rejects = [r for r in chunk if isinstance(r, Reject)]
+    write_shard(shard_path(job.output, k, job.output_format), job.output_format,
+                list(zip(records, docs)))
+    if rejects:
+        write_text(rejects_path(job.output, k), "".join(f"{r.where}\t{r.reason}\n" for r in rejects))
+    return {"first_record": k * job.shard_size, "records": len(chunk), "docs": len(docs),
+            "rejects": len(rejects), "words": sum(len(d) for d in docs)}
+
+
+def parse_and_write(nlp, job: ParseJob, k: int, chunk: List) -> tuple:
+    """A pool worker's answer: shard ``k`` parsed and written, its manifest
+    entry, the worker's name (its pid) and its peak memory so far."""
+    return write_parsed(job, k, chunk, parse_records(nlp, job, chunk)), str(os.getpid()), peak_rss_kib()
 
 
 def parsed_bytes(nlp, job: ParseJob, chunk: List) -> tuple:

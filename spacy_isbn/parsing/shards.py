@@ -16,22 +16,15 @@ from typing import IO, Dict, Iterable, Iterator, List, Optional, Union
 
 import srsly
 
-from ..corpus.files import BytesRead, write_json, write_text
+from ..corpus.files import BytesRead, write_json
 from ..errors import UserError
-from .job import ParseJob, docs_from_bytes, load_pipeline, parse_records, parsed_bytes
+from .job import (
+    ParseJob, load_pipeline, parse_and_write, parse_records, shard_path, write_parsed,
+)
 from .memory import peak_rss_kib
-from .records import Record, Reject, input_files, read_records
-from .writers import OUTPUT_FORMATS, write_shard
+from .records import input_files, read_records
 
 MANIFEST = "manifest.json"
-
-
-def shard_path(output: Path, k: int, fmt: str) -> Path:
-    return output / f"shard-{k:05d}{OUTPUT_FORMATS[fmt]}"
-
-
-def rejects_path(output: Path, k: int) -> Path:
-    return output / f"rejects-{k:05d}.tsv"
 
 
 def _shards(items: Iterable, size: int) -> Iterator[List]:
@@ -113,22 +106,14 @@ def _run(job: ParseJob, output: Path, files: List[Path], nlp, progress, engine: 
 
     if engine == "ray":
         from .ray_engine import parse_on_ray
-        parsed = parse_on_ray(job, pending(), worker_peaks, address=address, workers=workers)
+        written = ((k, write_parsed(job, k, chunk, docs)) for k, chunk, docs in
+                   parse_on_ray(job, pending(), worker_peaks, address=address, workers=workers))
     else:
-        parsed = _parse_here(job, pending(), worker_peaks, nlp)
-    for k, chunk, docs in parsed:
-        records = [r for r in chunk if isinstance(r, Record)]
-        rejects = [r for r in chunk if isinstance(r, Reject)]
-        write_shard(shard_path(output, k, job.output_format), job.output_format,
-                    list(zip(records, docs)))
-        if rejects:
-            write_text(rejects_path(output, k), "".join(f"{r.where}\t{r.reason}\n" for r in rejects))
-        words = sum(len(d) for d in docs)
-        parsed_words += words
-        parsed_docs += len(docs)
-        manifest["shards"][str(k)] = {"first_record": k * job.shard_size, "records": len(chunk),
-                                      "docs": len(docs), "rejects": len(rejects), "words": words,
-                                      "input_bytes": shard_ends[k]}
+        written = _parse_here(job, pending(), worker_peaks, nlp)
+    for k, entry in written:
+        parsed_words += entry["words"]
+        parsed_docs += entry["docs"]
+        manifest["shards"][str(k)] = {**entry, "input_bytes": shard_ends[k]}
         write_json(output / MANIFEST, manifest)
         bar.update(shard_ends[k] - bytes_done)
         bytes_done = shard_ends[k]
@@ -150,18 +135,18 @@ def _run(job: ParseJob, output: Path, files: List[Path], nlp, progress, engine: 
 
 
 def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
-    """One process; or ``job.n_process`` worker processes that each load the
-    pipeline once and parse whole shards (as the Ray actors do), a few
-    shards ahead, their docs back as a DocBin's bytes, in shard order (and
-    their peak memory into ``worker_peaks``)."""
+    """``(k, manifest entry)`` of each pending shard, parsed and written in
+    one process; or by ``job.n_process`` worker processes that each load the
+    pipeline once and parse and write whole shards (as independent runs
+    would), a few shards ahead, the entries taken in shard order (and their
+    peak memory into ``worker_peaks``)."""
     if job.n_process <= 1:
         nlp = nlp if nlp is not None else load_pipeline(job)
         for k, chunk in pending:
-            yield k, chunk, parse_records(nlp, job, chunk)
+            yield k, write_parsed(job, k, chunk, parse_records(nlp, job, chunk))
         return
     import multiprocessing
 
-    decode = docs_from_bytes(job)
     context = multiprocessing.get_context("spawn")
     with one_thread_each(), context.Pool(job.n_process, initializer=_worker_init,
                                          initargs=(job,)) as pool:
@@ -172,16 +157,16 @@ def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
 
         def submit() -> None:
             for k, chunk in itertools.islice(shards, 1):
-                window.append((k, chunk, pool.apply_async(_worker_parse, (chunk,))))
+                window.append((k, pool.apply_async(_worker_parse, (k, chunk))))
 
         for _ in range(2 * job.n_process):
             submit()
         while window:
-            k, chunk, result = window.popleft()
-            data, worker, peak = result.get()
+            k, result = window.popleft()
+            entry, worker, peak = result.get()
             submit()
             worker_peaks[worker] = max(peak, worker_peaks.get(worker, 0))
-            yield k, chunk, decode(data)
+            yield k, entry
 
 
 # the variables the BLAS and OpenMP libraries read when they load
@@ -215,8 +200,8 @@ def _worker_init(job: ParseJob) -> None:
     _WORKER["job"], _WORKER["nlp"] = job, load_pipeline(job)
 
 
-def _worker_parse(chunk: List) -> tuple:
-    return parsed_bytes(_WORKER["nlp"], _WORKER["job"], chunk)
+def _worker_parse(k: int, chunk: List) -> tuple:
+    return parse_and_write(_WORKER["nlp"], _WORKER["job"], k, chunk)
 
 
 def read_rejects(output: Path) -> List[str]:

@@ -1,19 +1,11 @@
 """The PCFG baseline: a treebank grammar read off the training trees, parsed by Viterbi CKY.
 
-Trees are transformed before counting and the parses transformed back:
-
-1. optional parent annotation of phrases (``NP^S``; Johnson 1998);
-2. unary chains of phrases collapsed into one symbol (``S^ROOT+VP^S``), so the only unary
-   rules left rewrite a phrase as a single preterminal and CKY needs one unary layer;
-3. right-factored binarisation with horizontal Markovisation of order ``horizontal``: the
-   intermediate symbol ``@NP|DT,JJ`` remembers the parent and the last siblings generated
-   (``None``: all of them, i.e. no Markovisation).
-
-Words seen once in training are replaced by a per-tag signature (capitalisation, digits,
-dash, suffix), which is also what an unknown word becomes at parsing time.  Rule and word
-probabilities are relative frequencies.  CKY is vectorised over all start positions and
-split points of one span length; back-pointers are recomputed for the cells on the best
-path only.  A sentence without any parse gets the right-branching tree.
+Trees are transformed before counting (optional parent annotation, unary chains
+collapsed into one symbol, right-factored binarisation with horizontal Markovisation of
+order ``horizontal``) and the parses transformed back. Words seen once become per-tag
+signatures, as unknown words do at parsing time. Probabilities are relative
+frequencies. A sentence without any parse gets the right-branching tree. Results and
+the chosen variant: docs/constituency.md, "Baselines".
 """
 from __future__ import annotations
 

@@ -1,19 +1,10 @@
 """Levels of a sentence: which still-unattached words link to an adjacent word.
 
-A sentence is parsed bottom-up, level by level (Savova & Peshkin 2005).  At each level
-the words not yet attached form a sequence, followed by the abstract ROOT symbol; each
-word's LINK is LEFT (it depends on its left neighbour in the sequence), RIGHT (on its
-right neighbour) or NONE (decided later).  Linked words leave the sequence and their
-heads count them in their left/right COMP.  When one word is left it depends on ROOT.
-
-Gold links (the paper's derivation): a word links when its head is adjacent and it has
-collected all its own dependents.  Every projective tree with two or more words has
-such a word at every level, so the derivation always reaches a single word.
-
-Valid LINK sequences (what the decoder may produce): the first word is not LEFT, the
-last is not RIGHT (only the last word standing depends on ROOT), and a word that
-receives a dependent at a level does not itself link at that level, so two neighbouring
-links are either one NONE or LEFT followed by RIGHT.  Gold sequences always obey this.
+A sentence is parsed bottom-up, level by level (Savova & Peshkin 2005): each
+unattached word's LINK is LEFT, RIGHT or NONE (decided later). Gold links are the
+paper's derivation: a word links when its head is adjacent and it has all its own
+dependents. The valid LINK sequences are the decoder's structural zeros. See
+docs/dbn.md.
 """
 from dataclasses import dataclass
 from typing import List, Optional, Sequence

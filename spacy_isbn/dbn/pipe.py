@@ -1,26 +1,10 @@
 """The ``dbn_parser`` component: Savova & Peshkin's recursive DBN dependency parser.
 
-It reads each sentence's words and tags (``token.tag_``, from a tagger in front or from
-the corpus) and writes ``token.head`` and ``token.dep_``: unlabelled arcs get the fixed
-label ``label`` (default ``dep``), roots ``ROOT``.  Punctuation (one of the PTB
-punctuation tags, or UPOS ``PUNCT``) is invisible to the DBN, as in WSJ10; each
-punctuation token is attached to its sentence's root with the label ``punct``.
-Sentences are the Doc's (``token.is_sent_start``, e.g. from a senter or sentencizer in
-front); a Doc without sentence boundaries is parsed as one sentence.
-
-Training is counting, and counting is exact and done once: ``initialize`` reads every
-training tree's gold levels (non-projective trees are first made projective by lifting,
-as for ``isbn_parser``) and fills the tables; there is no gradient and nothing to
-update, so this is a ``Pipe`` and not a ``TrainablePipe`` (``spacy train`` initializes
-it, then evaluates it on dev; ``max_steps = 1`` is all the configs need).
-
-Extension attributes:
-
-* ``doc._.dbn_logprob``: log P(derivation | words, tags) of the returned trees, summed
-  over the Doc's sentences (see :mod:`.parse`);
-* ``doc._.dbn_kbest``: per sentence ``[start, end, [[logprob, heads], ...]]``, the ``k``
-  best distinct trees found, best first, ``heads`` absolute token indices (a root is
-  its own head).
+It reads each sentence's words and tags and writes ``token.head`` and ``token.dep_``;
+punctuation is invisible to the DBN and hangs from its sentence's root as ``punct``.
+Training is counting, done once at ``initialize``: there is no gradient, so this is a
+``Pipe``, not a ``TrainablePipe``. It also writes ``doc._.dbn_logprob`` and
+``doc._.dbn_kbest``. See docs/dbn.md, "Training and use".
 """
 from contextlib import contextmanager
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple

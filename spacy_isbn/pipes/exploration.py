@@ -1,22 +1,11 @@
-"""Training the conditional parser with exploration, as spaCy trains its
-own (``transition_parser.pyx`` ``update``/``get_batch_loss``): the model
-follows its own predictions through chunks of documents, its latent history
-computed along the derivation it predicts, and at every configuration it
-learns -log of the summed probability of the moves that lose no more gold
-arcs than the best one (the transition system's dynamic oracle,
-``moves.costs``).  Configurations of all chunks of a batch advance in
-lockstep, one step model call (:class:`~spacy_isbn.model.step.History`) per
-step; the decisions are scored together afterwards and the gradient walks
-the history back into tok2vec.
+"""Training the conditional parser with exploration, as spaCy trains its own.
 
-A chunk is a run of consecutive gold sentences of a doc (up to
-``CHUNK_WORDS`` words, cut at sentence ends, as spaCy cuts its documents):
-sentence ends are decided by the model at every Shift, with look-ahead, and
-learned against the gold ones; a sentence it ends early or late is
-followed as it predicted, the next one starting where it ended, and gold
-arcs that cross its ends are lost.  With probability ``1 - explore_rate`` a
-configuration follows the best zero-cost move and the gold end instead.
-Labels: the gold label is learned where the followed arc is a gold arc."""
+The model follows its own predictions through chunks of gold sentences, and
+at every configuration learns the moves that lose no gold arc (the dynamic
+oracle, ``moves.costs``). This teaches it to recover from its own mistakes.
+How chunks, sentence ends and labels are handled: docs/design.md, "The data
+flow" (``explore_rate``).
+"""
 from typing import List, Tuple
 
 import numpy

@@ -1,18 +1,10 @@
 """The ``isbn_constituency`` component: the ISBN constituency parser of
 Titov & Henderson (2007) for spaCy.
 
-The same latent-variable model, training pass and beam search as
-``isbn_parser``, on the left-corner derivation of Henderson (2003)
-(:mod:`..transitions.left_corner`): shift a tag-word pair, project a
-labelled parent of the top node, attach it; the beam is pruned after each
-shift and the sentence ends with the attachment to ROOT, generated as END.
-Words are generated given the tags on the Doc (a tagger in front, or gold
-tags); tag-word pairs seen fewer than ``cutoff`` times become per-tag
-unknown words (the paper's 20).  Constituents are written with benepar's
-extension attributes (``Span._.labels``, ``._.parse_string``,
-``._.constituents``, ``._.parent``, ``._.children``, ``Token._.*``), plus
-``doc._.isbn_logprob`` (log P(trees, words)).  Training reads the trees that
-``ptb-convert`` stores with each Doc.
+The same model, training and beam search as ``isbn_parser``, on the
+left-corner derivation (:mod:`..transitions.left_corner`). It generates the
+words given the tags on the Doc and writes benepar's extension attributes
+plus ``doc._.isbn_logprob``. See docs/constituency.md.
 """
 from typing import Callable, Dict, Iterable, List, Optional
 

@@ -1,26 +1,13 @@
 """Word surprisal from the generative ISBN as a language model.
 
-The generative model, searched with joint tagging (tags, morphology and
-trees all summed over, never read off a tagger that looks ahead), gives the
-prefix probability P(w_1..w_i) as the mass of the word-synchronous beam after
-word i (Hale et al. 2018): every analysis in the beam has generated exactly
-the words so far.  Surprisal is then
-
-    -log2 P(w_i | w_1..w_{i-1}) = log2 mass_{i-1} - log2 mass_i
-
-split (Roark et al. 2009) into a syntactic part, up to word i's tag and
-morphology (the beam's mass before the forms are generated), and a lexical
-part, the form given those.  Where a sentence ends (given by the Doc, or
-the doc's last word) the end of sentence has its surprisal too, so a
-sentence's surprisals sum to -log2 P(words, end of sentence).  The beam width
-trades time for a tighter estimate (a narrower beam drops mass, so
-surprisals come out higher): see the README.
-
-``isbn_surprisal`` is a component that runs this with a generative ISBN
-already in the pipeline (``isbn_reranker`` in the shipped pipelines, or a
-generative ``isbn_parser``) and writes ``token._.isbn_surprisal``,
-``token._.isbn_syntactic_surprisal``, ``token._.isbn_lexical_surprisal`` and
-``span._.isbn_eos_surprisal`` (bits)."""
+The beam's mass after word i is the prefix probability P(w_1..w_i) (Hale et
+al. 2018), so a word's surprisal is the drop in log2 mass; it splits into a
+syntactic part (tag and morphology) and a lexical part (the form). The
+``isbn_surprisal`` component writes ``token._.isbn_surprisal`` and its two
+parts, and ``span._.isbn_eos_surprisal`` (bits), using the generative ISBN
+already in the pipeline. Details: docs/generative.md, "Word surprisal and
+perplexity", and docs/design.md, "The language model".
+"""
 import math
 from typing import Iterable, List, Optional
 

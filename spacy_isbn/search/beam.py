@@ -1,34 +1,12 @@
-"""Beam search for the ISBN parsers, over any transition system (see
-:mod:`spacy_isbn.transitions.system`: arc-eager and left-corner).
+"""Beam search for the ISBN parsers, over any transition system (arc-eager,
+left-corner: :mod:`spacy_isbn.transitions.system`).
 
-As in Titov & Henderson (2007): the beam is pruned after each Shift (all
-surviving hypotheses have generated the same words), search between shifts
-is best-first, and only the ``label_top_k`` best labels are expanded after an
-arc decision.  Beam width 1 is greedy search.
-
-A segment is a run of tokens searched as a whole: a doc, with its sentence
-boundaries where they are known.  Where they are not, the model decides them:
-a Shift may generate end-of-sentence, and the next sentence's first state is
-linked to that decision's state (as in training, where a doc's sentences form
-one derivation).  An ending hypothesis competes in the post-shift beam with
-the probability of the next sentence's first word already included, so
-ending and continuing are compared on the same words.
-
-Words are generated as given by the Doc (pipeline tags) or, with joint
-tagging, the search expands the ``tag_top_k`` most likely tags of each word
-(those it was seen with when it is a known form) and their ``tag_top_k`` most
-likely morphological bundles, so tags and tree come out of one search.
-
-All segments are searched in lockstep, and nothing is done per hypothesis in
-Python: configurations live in the system's compiled arena (:mod:`..transitions._arena`),
-the pending and shifted hypotheses of all segments are columns of arrays
-(:class:`.arrays.Table`), each round pops, scores and prunes all of them with a
-fixed number of array operations and compiled passes (filing and selection,
-:mod:`._select`), and the latent states of a round are one matrix.  Memory
-follows the live hypotheses: configurations are freed when their word step
-ends, the state pool is compacted to the states live configurations link
-to, and a sentence whose end the model has to find is closed at
-``max_sentence_length`` words at the latest.
+As in Titov & Henderson (2007): the beam is pruned after each Shift, search
+between shifts is best-first, and only the ``label_top_k`` best labels follow
+an arc. A doc is one derivation; where its sentence ends are unknown, the
+search finds them. All segments are searched in lockstep as arrays, with no
+per-hypothesis Python, so the search is fast. How it works: docs/design.md,
+"What isbn_parser does" (Search) and "The compiled core: why it is fast".
 """
 import time
 from typing import List, Optional, Sequence, Tuple

@@ -1,25 +1,11 @@
 """The generative arc-eager transition system of Titov & Henderson (2007).
 
-Nodes are numbered 0 (the artificial root, always at the bottom of the stack)
-and 1..n (the words).  A configuration holds the stack, the front of the queue
-(the most recently *generated* word: there is no look-ahead) and the partial
-tree.  Decisions:
-
-* ``LEFT`` r  -- arc front -> top with label r, pops the top;
-* ``RIGHT`` r -- arc top -> front with label r; does *not* shift, so the only
-  legal next decision is ``SHIFT``;
-* ``REDUCE``  -- pops a top that already has its head;
-* ``SHIFT``   -- pushes the front and generates the next word (or the end of
-  the sentence).
-
-Besides the tree, a configuration records which earlier latent state each of
-the paper's seven structural relations points to; state ids are whatever the
-caller hands to :meth:`Configuration.register_state` (step indices during
-training, positions in a state pool during search).  The transitions themselves
-are compiled (:mod:`._arc_eager`); here are the constants, the feature
-templates (MaltParser-style address.attribute pairs), the system as the model
-and the search see it (:class:`ArcEagerMoves`), a one-configuration view for
-oracles and tests, and the oracle.
+The transitions themselves are compiled (:mod:`._arc_eager`). Here are the
+constants, the feature templates (MaltParser-style address.attribute pairs),
+the system as the model and the search see it (:class:`ArcEagerMoves`), a
+one-configuration view for oracles and tests, and the oracle. The decisions
+and the dynamic oracle: docs/design.md, "What isbn_parser does" (Derivation)
+and "The transition-system interface".
 """
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -288,7 +274,8 @@ class Configuration:
         return self.describe()["feats"][0]
 
     def register_state(self, state_id: int) -> None:
-        """Record that latent state ``state_id`` was computed in this configuration."""
+        """Record that latent state ``state_id`` was computed in this configuration
+        (a step index in training, a position in the state pool in search)."""
         self.states.advance(self.handle, -1, -1, state_id)
 
     def legal_actions(self, front_is_last: bool = False) -> List[bool]:

@@ -1,36 +1,11 @@
 """The one transition-system interface the ISBN model, its training and the
 beam search are written against.
 
-A pipe owns its transition system as ``self.moves`` (as spaCy's parser does),
-an object of the :class:`TransitionSystem` protocol:
-
-* ``spec``: a :class:`TransitionSpec`, what the model's output heads and the
-  search need to know of the decisions;
-* the feature layout over the model's embedding table: ``templates``,
-  ``offsets``, ``n_rows`` (rows the templates take), ``width`` (columns per
-  configuration), ``vector_columns()``, ``form_columns()``, and
-  ``word_row_width``, the columns of a word row its configurations read
-  (:class:`~spacy_isbn.transitions.inputs.SegmentInputs`);
-* ``n_labels`` and ``label_masks()``: the labels and, per label kind, those
-  allowed (with the spec, what the pipe sizes the model by);
-* ``new_states()`` / ``states()``: the compiled configurations, an arena of
-  :class:`~spacy_isbn.transitions._arena.StatesArena` (``_arena.pyx`` lists
-  its batched calls), and ``start_features(n)`` of a sentence's first state;
-* ``derivation(inputs, gold, end_tag)``: the oracle derivation of a gold
-  analysis as the arrays training reads, walked on the same compiled
-  configurations the search uses;
-* ``sentence(states, handle, n_words)``: a finished configuration decoded
-  into what the pipe writes on the Doc;
-* ``costs(states, handles, gold_heads, gold_start, n_words)``: the dynamic
-  oracle, per configuration the gold arcs each action loses (training with
-  exploration), or None where the system has only its static oracle.
-
-:class:`Moves` holds what both implementations share.  The two systems:
-:class:`~spacy_isbn.transitions.arc_eager.ArcEagerMoves` (dependencies,
-``isbn_parser``) and :class:`~spacy_isbn.transitions.left_corner.LeftCornerMoves`
-(constituents, ``isbn_constituency``).  A third goes beside them: its
-compiled ``cdef class ...(StatesArena)``, its ``TransitionSpec`` and a
-``Moves`` subclass (see ``docs/design.md``).
+A pipe owns its transition system as ``self.moves`` (as spaCy's parser
+does), an object of the :class:`TransitionSystem` protocol; :class:`Moves`
+holds what the two implementations, ``ArcEagerMoves`` (dependencies) and
+``LeftCornerMoves`` (constituents), share. The members and how to add a
+third system: docs/design.md, "The transition-system interface".
 """
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple

@@ -1,22 +1,15 @@
-"""Arc confidence: ``token._.isbn_head_prob`` and ``token._.isbn_dep_prob``,
-the probability of the token's chosen head, and of its chosen head and label,
-marginalised over the analyses a pipe kept for its sentence (the parser's
-final beam, the reranker's k best).  Each analysis is weighted by the
-softmax of its score divided by a temperature, so a sharp beam gives
-confident arcs and a split one hedges them.
+"""Arc confidence: ``token._.isbn_head_prob`` and ``token._.isbn_dep_prob``.
 
-The list is not all there is: on EWT dev two thirds of the words have every
-candidate agree on their head, yet one in ten of those heads is wrong.  So
-the conditional model's mass on the list, its coverage C, counts too: an
-analysis outside the list (probability 1 - C) is taken to keep the chosen
-arc with probability ``outside_agreement`` times the list's marginal,
+The probability of a token's chosen head (and label), marginalised over the
+analyses a pipe kept for its sentence, each weighted by the softmax of its score
+over a temperature. The kept list is not all there is, so the marginal is scaled
+by the conditional model's coverage of the list:
 
     P(arc) = marginal * (C + (1 - C) * outside_agreement).
 
-Temperature and outside agreement are chosen on dev (``spacy-isbn
-confidence-fit``); with outside agreement 1 (or scores that are no
-conditional probabilities, C = 1) it is the list's posterior alone.
-Whitespace tokens are no words: theirs are None."""
+Both settings are fitted on dev (``spacy-isbn confidence-fit``). Why and how:
+docs/design.md, "Extension attributes". Whitespace tokens get None.
+"""
 from typing import List, Sequence, Tuple
 
 import numpy

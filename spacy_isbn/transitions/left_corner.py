@@ -1,36 +1,12 @@
 """The left-corner derivation of Henderson (2003), reused by Titov & Henderson (2007).
 
-A configuration is a stack of nodes over an artificial ROOT node.  Decisions:
-
-* ``SHIFT`` t    -- push the next word as a preterminal with tag id t (the generative model
-  then generates the word given the tag: this is the decision the beam prunes after);
-* ``PROJECT`` Y  -- the top node X becomes the first (left-corner) child of a new node with
-  label id Y, which replaces X on the stack;
-* ``ATTACH``     -- ``[.., Y, X] -> [.., Y]``: X becomes the next child of Y.  Attaching to
-  ROOT gives ROOT its only child and ends the derivation (and so, generatively, the sentence).
-
-``shift(NNP) project(NP) project(S) shift(VBZ) project(VP) shift(RB) attach attach attach``
-builds ``(S (NP (NNP Mary)) (VP (VBZ runs) (RB often)))``.  Only the top of the stack can be a
-preterminal, every node below it is ROOT or a phrase still taking children.
-
-The indicator Phi (compiled in ``_left_corner.pyx``; ``tests/left_corner_reference.py``
-holds a plain-Python configuration as the test oracle) allows: SHIFT when the top is a phrase (or ROOT before the first word); PROJECT Y when the
-top is not ROOT, Y has been seen in training as parent of a left corner with the top's
-label or tag, and fewer than ``max_project_run`` projections have been made in a row;
-ATTACH of a phrase to ROOT when its label was seen at the root of a training tree, any other
-ATTACH when three nodes are on the stack.  With the sentence length known (parsing), SHIFT
-needs a word left and ATTACH to ROOT needs none left.
-
-Grammar transform: optionally (``collapse_unaries``) chains of unary phrases are one label
-(``S+VP``), undone when a derivation becomes a tree.  Henderson's treatment of Chomsky
-adjunction as a separate "modifier" attachment is not reproduced: ``project(NP)`` over a
-complete NP followed by attachments builds the same trees.
-
-For the ISBN model each step t has one latent state, for the node on top of the stack,
-linked to earlier states by the relations in ``RELATIONS`` and reading the explicit inputs
-in ``FEATURES``; :class:`LeftCornerSystem` holds the grammar (labels, tags, Phi's tables),
-the oracle and the inverse (arrays -> :class:`~spacy_isbn.corpus.ptb.Tree`), and makes the
-compiled configurations (:meth:`LeftCornerSystem.new_states`).
+A stack of nodes over an artificial ROOT: ``SHIFT`` t pushes the next word as a
+preterminal with tag t (the beam prunes after it), ``PROJECT`` Y makes the top the
+left-corner child of a new Y, ``ATTACH`` makes the top the next child of the node below
+(attaching to ROOT ends the sentence). Optionally (``collapse_unaries``) unary chains are
+one label (``S+VP``). :class:`LeftCornerSystem` holds the grammar, the oracle and the way
+back to a :class:`~spacy_isbn.corpus.ptb.Tree`, and makes the compiled configurations.
+Phi, an example and the model's relations: docs/constituency.md, "Derivation".
 """
 from __future__ import annotations
 

@@ -1,22 +1,14 @@
 """Vocabularies of the generative model, built once from the training trees.
 
-Two sides:
+* **outputs** (what the model generates): labels, tags (+ end of sentence), and
+  per tag its morphological bundles and word forms, stored grouped by tag so that
+  a tag's Phi is one contiguous range. Values rarer than ``cutoff`` fall into
+  per-tag unknown classes (forms: by spelling signature).
+* **inputs** (what the latent state reads): forms, tags, coarse POS, single
+  morphological features and labels, with ids for "no node", "unknown" and "root".
 
-* **outputs** (what the model generates): labels, tags (+ end of sentence),
-  morphological bundles per tag and word forms per tag.  Bundles and forms
-  are stored grouped by tag so that the indicator Phi of a tag is one
-  contiguous range; rare values (count below ``cutoff``) fall into per-tag
-  unknown classes, for forms refined by a spelling signature of the word as
-  written (case matters there, while forms themselves are lowercased).
-* **inputs** (what the latent state conditions on): forms, tags, coarse POS,
-  single morphological features and labels, each with reserved ids for
-  "no such node", "unknown" and "the root node".
-
-For joint tagging the lexicon also holds, per tag, the coarse POS a word
-most often had with it (by form, else by bundle, else by tag alone), since the
-model generates one tag attribute and the other is read off the words.
-
-Everything serialises to plain lists through srsly.
+For joint tagging it also holds each tag's most frequent coarse POS, since the
+model generates one tag attribute and reads the other off the words.
 """
 from collections import Counter
 from typing import Dict, Iterable, List, Sequence, Tuple

@@ -1,24 +1,10 @@
-"""Pseudo-projective transformation for both root modes: spaCy's ``nonproj``
-lifts non-projective arcs (Nivre & Nilsson's HEAD scheme, ``dep||head_dep``);
-this module adds what it lacks.
+"""Pseudo-projective transformation for both root modes.
 
-* **Several roots** (multi-root mode).  spaCy treats root arcs as projective
-  and lifts an arc whose head is a root to the dependent itself, which loses
-  the head when a CoNLL-X sentence has several roots whose subtrees
-  interleave.  So spaCy's code runs on the tree with an explicit root node in
-  front, which lifting can reach.
-* **Decoding.**  spaCy attaches a lifted word to the first node labelled
-  ``head_dep`` breadth-first below its new head.  It processes the words left
-  to right, so a lifted head may not be back in place yet, and its search
-  reads child lists it updates only at the end.  With several roots it often
-  guesses wrong: an arc crossing a second root goes up to the root node,
-  where all roots share the label ``ROOT``.  Our decoder puts the lifted words
-  back top-down (a lifted head before the words lifted from it) and, among
-  the nodes with the head's label, takes the first whose arc to the word is
-  non-projective (the arc was lifted because it was), else the first.
-
-Round trip on the DDT test trees (LAS without punctuation): 99.28 with
-spaCy's decoder, 99.64 with this one.
+spaCy's ``nonproj`` lifts non-projective arcs (Nivre & Nilsson's HEAD scheme,
+``dep||head_dep``); this module adds what it lacks: several roots (spaCy's code
+runs on the tree with an explicit root node in front) and a decoder that puts
+lifted words back where spaCy's guesses wrong. Why and how: docs/design.md,
+"What isbn_parser does" (Training).
 """
 from typing import List, Sequence, Tuple
 

@@ -1,50 +1,12 @@
-"""The ``isbn_parser`` component: an ISBN dependency parser for spaCy, of
-one of two objectives: ``conditional`` (the shipped parser), P(trees |
-words) from tok2vec's vectors, or ``generative``, P(trees, words), a
-language model over words and trees.
+"""The ``isbn_parser`` component: an ISBN dependency parser for spaCy.
 
-Training maximises the likelihood of the gold (projectivised) derivations;
-prediction runs beam search and writes ``token.head``/``token.dep_`` plus
-the model's log-probs (of trees and words, or of trees given the words):
-
-* ``doc._.isbn_logprob``: the log-prob of the best analysis;
-* ``doc._.isbn_words_logprob``: the beam's estimate of log P(words);
-* ``doc._.isbn_sentences``: the parsed sentences as ``[start, end, logprob]``
-  (in multi-root mode one such sentence can hold several spaCy sentences);
-* ``span._.isbn_logprob``: the log-prob of a span that is one parsed
-  sentence (``None`` otherwise);
-* ``doc._.isbn_kbest``: the final beam of each piece of the doc's search, as
-  ``[[start, end, analyses], ...]`` with ``analyses`` = ``[logprob, heads,
-  labels]`` best first, one head (an absolute token index) and label per
-  token of the piece (columns: cheap to send between processes);
-* ``token._.isbn_head_prob``, ``token._.isbn_dep_prob``: the probability of
-  the token's head, and of its head and label, over that beam
-  (:mod:`.arc_confidence`; None for whitespace tokens).
-
-A doc is searched as one derivation, its sentences chained as in training.
-Sentence boundaries already on the Doc are respected; where there are none
-the model decides where sentences end: generating end-of-sentence is part of
-every Shift, so the boundaries come out of the same search as the trees.
-A doc longer than ``segment_length`` tokens is cut into pieces searched side
-by side (like separate docs): at a known sentence boundary or after
-sentence-final punctuation once a piece has ``segment_length`` tokens, and
-anywhere at twice that, so a book chapter parses in the time and memory of
-its pages.
-
-Whitespace tokens (``token.is_space``: spaCy's "\\n\\n" or the " " of a
-double space) are not words: the search reads and generates the other
-tokens only, so every score is that of the text without them.  Each hangs
-from the word before it with label "dep" (leading whitespace: from the first
-word) and belongs to that word's sentence; spans and k-best heads are token
-indices of the Doc.  A doc of whitespace only is one sentence, its first
-token the root of the others, scored as the empty text.  In training a gold
-sentence holding a whitespace token is skipped.
-
-Tags: with ``tagging = "pipeline"`` the parser reads ``token.tag_``,
-``token.pos_`` and ``token.morph`` set by components in front of it (and
-learns from their predictions during training); with ``"joint"`` it searches
-over tags and morphological bundles itself and writes them; ``"auto"`` reads
-them when the Doc has them and tags jointly when it has not.
+Its objective is ``conditional`` (the shipped parser: P(trees | words) from
+tok2vec's vectors) or ``generative`` (P(trees, words), a language model over
+words and trees). Training maximises the likelihood of the gold derivations;
+prediction searches each doc as one derivation, finding the sentence ends
+where the Doc has none, and writes heads, labels and log-probs. How it
+parses, its settings and what it writes: docs/design.md, "What isbn_parser
+does", "Tagging modes" and "Extension attributes".
 """
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -120,29 +82,8 @@ def make_isbn_parser(
     explore_warmup: int,
     scorer: Optional[Callable],
 ) -> "ISBNParser":
-    """beam_width: post-shift beam (1 = greedy); label_top_k: labels expanded
-    after an arc; multiroot: allow several root dependents per sentence
-    (CoNLL-X) instead of exactly one (UD); tag_attr: the token attribute the
-    model generates as the tag ("tag" or "pos"); tagging: "pipeline" (read
-    tags from the Doc), "joint" (search over them) or "auto" (joint where the
-    Doc has none); tag_top_k: tags and bundles expanded per word when tagging
-    jointly; cutoff: rarer values map to unknown classes; max_batch_words:
-    words per training step batch; segment_length: docs longer than this are
-    searched in pieces side by side (0: never); sentence_kbest: the
-    conditional model searches each sentence it found again on its own, for
-    per-sentence k-best lists (what ``isbn_reranker`` reranks); free_end:
-    the conditional model may end a sentence after any word, its headless
-    words then attached to its root (where a sentence must end, e.g. at the
-    512-word cap, its tree is completed); boundary_beam: with
-    sentence_kbest, the beam of the pass that finds the sentences (0: beam_width);
-    confidence_temperature: divides the beam's scores before the softmax
-    that weighs its analyses for the arc probabilities; outside_agreement:
-    how far an analysis outside the beam is taken to keep the chosen arcs
-    (see :mod:`.arc_confidence`; 1: the beam's posterior alone);
-    explore_rate: the conditional model trains following its own predictions
-    with this probability per decision, learning the dynamic oracle's
-    zero-cost moves (:mod:`.exploration`; 0: the gold derivations only),
-    after explore_warmup updates on the gold derivations."""
+    """Make an ``isbn_parser``. Its settings, one line each, are the table in
+    docs/design.md, "What isbn_parser does" (Settings)."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
         multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,

@@ -1,31 +1,12 @@
-"""The ``isbn_reranker`` component: the generative ISBN reranking the k best
-trees of a conditional ``isbn_parser`` in front of it.
+"""The ``isbn_reranker`` component: a generative ISBN reranking the k best trees
+of a conditional ``isbn_parser`` in front of it.
 
-The conditional parser (``objective = "conditional"``, ``sentence_kbest =
-true``) reads contextual vectors with look-ahead and leaves each sentence's k
-best trees in ``doc._.isbn_kbest``.  This component holds a generative ISBN
-(trained as a generative ``isbn_parser`` is, on the tags the pipeline
-predicts, but never searched): it scores every candidate by its forced
-derivation (:class:`~.tree_scores.ForcedDerivations`), log P_gen(tree,
-words), and keeps per sentence the candidate with the highest log-linear
-score
-
-    log P_cond(tree | words) + rerank_weight * log P_gen(tree, words)
-      + sum of rerank_features[f] * f
-
-over the further features ``FEATURES``: ``structure``, the part of log P_gen
-that is the decisions about the tree (the rest generates the words), and
-``conditional_best``, 1 for the conditional parser's own best tree (the
-weights fitted on dev: ``spacy-isbn rerank-weight``).  What it
-reports is generative and exact: ``doc._.isbn_logprob`` and
-``span._.isbn_logprob`` are the log P(trees, words) of the returned trees
-(sentences chained as in training), ``doc._.isbn_kbest`` lists each
-sentence's candidates with their generative log-probs, best first by the
-combined score.  As the parser's, the scores are those of the doc's words,
-its whitespace tokens left out.  ``token._.isbn_head_prob`` and
-``token._.isbn_dep_prob`` weigh each sentence's candidates by the softmax of
-their combined score over ``confidence_temperature``, the list's
-conditional coverage and ``outside_agreement`` (:mod:`.arc_confidence`).
+The parser reads tok2vec's vectors with look-ahead and leaves each sentence's
+k best trees in ``doc._.isbn_kbest``. This component scores each candidate by
+its forced derivation, log P_gen(tree, words), keeps the one with the best
+log-linear score of log P_cond, log P_gen and ``FEATURES``, and reports
+generative, exact log-probs. The score and what it writes: docs/design.md,
+"Extension attributes"; how it is trained: "The data flow".
 """
 from typing import Callable, Dict, Iterable, List, Optional
 

@@ -1,33 +1,11 @@
 """isbn_parser against spaCy's own parser, side by side.
 
-The baseline is spaCy's ``tagger,morphologizer,parser`` pipeline from
-``spacy init config --optimize efficiency`` trained with ``spacy train`` on
-the same ``corpus/<tb>/{train,dev}.spacy`` files as isbn_parser.
-
-The setting users meet comes first, ``raw``: one Doc per test document
-(``# newdoc`` comments of the CoNLL-U file, the DDT's document list, else
-blocks of 10 sentences) holding the gold words only, no tags and no sentence
-boundaries; the whole shipped isbn pipeline (beams 1 and 10, tags from its
-tagger/morphologizer or searched jointly by isbn_parser) and the whole baseline
-run on it, scored by :func:`~spacy_isbn.evaluation.metrics.score_conll18`.
-
-The parsers alone are then run on the test split in two settings, with gold
-tokenization and gold sentence boundaries in both:
-
-* ``gold``: gold tags and morphology, only the parser runs (for spaCy that is
-  its ``tok2vec`` + ``parser``: the parser reads its features from the shared
-  tok2vec, which never reads tags);
-* ``pipeline``: words only; the baseline's tagger and morphologizer tag them
-  and the parser (spaCy's, or isbn_parser put into the same pipeline) parses.
-
-Accuracy is :func:`~spacy_isbn.evaluation.metrics.score_dependencies`; speed is
-words/sec of ``nlp.pipe`` (one process, one batch size) measured round-robin
-over all systems of all settings for several rounds, median per system, as a
-ratio to spaCy's in the same setting; peak memory is the ``tracemalloc`` peak
-of the untimed warm-up pass.
-
-The pieces: :mod:`.systems` (names, settings, inputs), :mod:`.baseline`,
-:mod:`.documents`, :mod:`.speed`, :mod:`.training_time`,
+The baseline is spaCy's efficiency pipeline trained on the same corpus. Both
+run first on raw text (words only, whole pipelines, CoNLL 2018 scores), then
+the parsers alone with gold tags (``gold``) and with the baseline's tags
+(``pipeline``); speed is timed round-robin as a ratio to spaCy's. The
+protocol: docs/design.md, "Evaluation". The pieces: :mod:`.systems`,
+:mod:`.baseline`, :mod:`.documents`, :mod:`.speed`, :mod:`.training_time`,
 :mod:`.benchmark_report`.
 """
 from __future__ import annotations

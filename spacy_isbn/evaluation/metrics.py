@@ -1,29 +1,10 @@
-"""Dependency-parsing evaluation, CoNLL-X style.
+"""Dependency-parsing evaluation: CoNLL-X style (:func:`score_dependencies`) and,
+for pipelines run on raw text, as the CoNLL 2018 shared task
+(:func:`score_conll18`).
 
-Protocol
---------
-* Gold tokenization: ``example.predicted`` and ``example.reference`` must have
-  the same number of tokens (a :class:`ValueError` is raised otherwise); tokens
-  are aligned by position.
-* LAS / UAS are computed over all words except punctuation (the punctuation
-  decision is always taken on the *gold* token, see :func:`is_punct`).
-  ``uas_with_punct`` / ``las_with_punct`` score every word.
-* A token is a root when ``token.head.i == token.i``.  Labels compare exactly,
-  except that roots are labelled ``"ROOT"`` on both sides (see :func:`label_of`),
-  so spaCy's ``"ROOT"``, UD's ``"root"`` and Danish ``"ROOT"`` all agree.
-* Heads are only ever within a doc; the original CoNLL sentence grouping may be
-  stored as ``doc.user_data["isbn_sentences"]`` (a list of ``[start, end)``
-  token offsets) and is used as the gold sentence segmentation when present
-  (a Danish CoNLL-X sentence may have several roots, so ``doc.sents`` would
-  split it).
-
-:func:`score_conll18` scores the raw-text setting the way the CoNLL 2018
-shared task's ``conll18_ud_eval.py`` does (all words, universal labels, tags,
-sentence spans).
-
-All percentages / precisions / recalls / F1 scores are floats in ``0..100``
-with full precision.  Empty denominators give ``0.0`` (never a
-``ZeroDivisionError``).
+Both need gold tokenization and align tokens by position. Scores are floats in
+0..100; an empty denominator gives 0.0. What each score counts exactly:
+docs/design.md, "Evaluation".
 """
 from __future__ import annotations
 
@@ -210,44 +191,14 @@ def score_dependencies(
     punct: str = "auto",
     length_bins: Sequence[Tuple[int, Optional[int]]] = DEFAULT_LENGTH_BINS,
 ) -> dict:
-    """Score predicted dependency trees against gold ones.
+    """Score predicted dependency trees against gold ones, CoNLL-X style.
 
-    Returns a JSON-serialisable dict::
-
-        {
-          "uas", "las": float          # 0..100, punctuation excluded
-          "n_words": int               # scored (non-punctuation) words
-          "n_words_with_punct": int    # all words
-          "uas_with_punct", "las_with_punct": float
-          "root": {"precision", "recall", "f1", "gold", "pred", "correct"},
-          "by_length": {"root": {...}, "1": {...}, "2": {...},
-                        "3-6": {...}, ">6": {...}},
-          "sents": {"precision", "recall", "f1", "gold", "pred", "correct"}
-                   or None,
-        }
-
-    ``root``: over scored words, a predicted root is correct when the gold
-    token is a root too (with :func:`label_of` roots are labelled ``"ROOT"`` on
-    both sides, so labelled = unlabelled here).  Precision is over predicted
-    roots, recall over gold roots.
-
-    ``by_length``: labelled precision/recall/F1 by dependency length
-    (Titov & Henderson 2007, Table 2).  The length of an arc is
-    ``|head - dependent|``; root arcs go to the ``"root"`` bin.  An arc is
-    correct when both head and label match gold (its gold and predicted length
-    then coincide).  Precision of a bin = correct predicted arcs of that length
-    / predicted arcs of that length; recall = correct gold arcs of that length
-    / gold arcs of that length.  Punctuation dependents (gold) are excluded.
-    Arcs whose length falls into no bin are ignored.
-
-    ``sents``: sentence-boundary P/R/F1.  Predicted sentences are
-    ``example.predicted.sents``; gold sentences are
-    ``example.reference.user_data["isbn_sentences"]`` when present, else
-    ``example.reference.sents`` (the whole doc when it has no boundaries).  A
-    sentence is correct when ``(start, end)`` matches exactly.  ``None`` when
-    there are no examples or some non-empty predicted doc has no sentence
-    boundaries.
-    """
+    Returns a JSON-serialisable dict: ``uas``, ``las`` (punctuation excluded),
+    ``n_words`` (scored words), ``n_words_with_punct``, ``uas_with_punct``,
+    ``las_with_punct``; ``root`` and ``sents`` (``precision``, ``recall``,
+    ``f1``, ``gold``, ``pred``, ``correct``; ``sents`` may be None); and
+    ``by_length``, the same per length bin (``root``, ``1``, ``2``, ``3-6``,
+    ``>6``). What each counts: docs/design.md, "Evaluation"."""
     examples = list(examples)
     bins = [(int(lo), None if hi is None else int(hi)) for lo, hi in length_bins]
     names = ["root"] + [bin_name(lo, hi) for lo, hi in bins]
@@ -336,26 +287,10 @@ def score_conll18(examples: Iterable) -> dict:
     """Scores of the CoNLL 2018 shared task (``conll18_ud_eval.py``) for
     pipelines run on raw text, under gold tokenization.
 
-    Words align one to one by position (:class:`ValueError` otherwise), so
-    every precision equals its recall and these are accuracies over all words,
-    punctuation included:
-
-    * ``uas``: the head is the same word of the document (a root is its own
-      head on both sides), whatever the sentence boundaries are;
-    * ``las``: and :func:`universal_label` is equal (roots compare as
-      ``"ROOT"``, subtypes after ``":"`` are dropped);
-    * ``upos`` / ``xpos``: ``pos_`` / ``tag_`` equal; ``ufeats``: the whole
-      morphology string equal (stricter than ``conll18_ud_eval.py``, which
-      keeps only its 21 universal features).  Each is ``None`` when no gold
-      doc has that annotation (DDT has no UPOS);
-    * ``sentences``: precision/recall/F1 of sentence spans ``(start, end)``
-      per doc, the gold ones as in :func:`score_dependencies`, the predicted
-      ones isbn_parser's own (``doc._.isbn_sentences``) when set, else
-      ``doc.sents`` (an unsegmented doc is one sentence).
-
-    Returns ``{"words", "uas", "las", "upos", "xpos", "ufeats",
-    "sentences": {"precision", "recall", "f1", "gold", "pred", "correct"}}``.
-    """
+    Returns ``{"words", "uas", "las", "upos", "xpos", "ufeats", "sentences":
+    {"precision", "recall", "f1", "gold", "pred", "correct"}}``: accuracies over
+    all words, punctuation included (``upos``, ``xpos``, ``ufeats`` None where
+    the gold has none). What each counts: docs/design.md, "Evaluation"."""
     annotations = {"upos": "POS", "xpos": "TAG", "ufeats": "MORPH"}
     correct = {"uas": 0, "las": 0, "upos": 0, "xpos": 0, "ufeats": 0}
     annotated = set()

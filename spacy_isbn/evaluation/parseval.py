@@ -1,23 +1,9 @@
 """PARSEVAL scores as evalb computes them with its ``COLLINS.prm`` parameters.
 
-The conventions, all from evalb's source and ``COLLINS.prm``:
-
-* Labelled brackets: every phrase (not the preterminals) is a (label, start, end) bracket;
-  brackets are matched as multisets (two identical gold brackets need two test brackets).
-* ``DELETE_LABEL TOP -NONE- , : `` '' .``: words with these tags are removed before spans
-  are computed (they count neither for spans nor for tagging accuracy), brackets with these
-  labels are not counted, and neither are brackets left covering no word.
-* ``EQ_LABEL ADVP PRT``: the two labels match each other.
-* Labels are cut at the first ``-`` or ``=`` (``NP-SBJ`` = ``NP``).
-* Length classes use evalb's length: all words except ``-NONE-`` (punctuation included).
-* A sentence whose two trees keep different numbers of words once punctuation is removed
-  (a punctuation tag on one side only) is an error sentence, left out of every total, as
-  evalb does.  Different words are a caller error (ValueError).
-* Recall = matched / gold brackets, precision = matched / test brackets, F1 their harmonic
-  mean; exact match = sentences with recall = precision = 100; tagging accuracy over the
-  kept words; crossing = test brackets that cross a gold bracket, per sentence.
-
-All scores are floats in ``0..100`` (0.0 for empty denominators).
+Labelled brackets matched as multisets; ``TOP -NONE- , : `` '' .`` deleted;
+``ADVP`` = ``PRT``; labels cut at the first ``-`` or ``=``; sentences whose trees
+keep different numbers of words are left out, as evalb does. Scores are floats
+in 0..100. The conventions in full: docs/constituency.md, "Scoring".
 """
 from __future__ import annotations
 

@@ -1,29 +1,12 @@
 """Scoring a treebank's own trees, and finding its annotation errors.
 
-A treebank sentence becomes a Doc with the file's words, one sentence, its
-tags either the pipeline's predictions (what the reranker was trained on)
-or the file's, and its annotated tree (:func:`tagged_docs`).
-
-:func:`score_treebank`: every sentence's and arc's forced-derivation score
-(:class:`~spacy_isbn.pipes.tree_scores.ForcedDerivations`).
-
-:func:`find_errors`: per sentence, the candidates are the annotated tree and
-the conditional ``isbn_parser``'s k best trees for the same words and
-sentence, each scored as the reranker scores its candidates, log P_cond +
-w log P_gen (w: the reranker's ``rerank_weight``; both by forced
-derivation), and normalised over the candidates.  An annotated arc's score
-is local: the word's part of the combined score (``token._.isbn_arc_logprob``
-of both models) in the best candidate with another head or label for it,
-less its part in the annotated tree (+inf where the annotated arc cannot be
-derived); that candidate's (head, label) is the suggestion.  (On 300 EWT dev
-sentences with planted errors this ranked them far better than the
-log-odds of the candidates disagreeing against those agreeing, which
-saturates whenever the annotated tree is improbable.)  A sentence's score is log P(best
-candidate) - log P(annotated tree).
-
-:func:`evaluate_error_finder`: errors planted in a treebank
-(:mod:`.corruption`), found by the finder and by a spaCy parser's
-disagreements with the annotation.
+:func:`score_treebank` scores every sentence and arc by forced derivation.
+:func:`find_errors` ranks each annotated arc by how much more of the
+reranker's score its word gets in the best candidate that attaches it
+otherwise, and suggests that candidate's head and label.
+:func:`evaluate_error_finder` plants errors (:mod:`.corruption`) and compares
+the finder with a spaCy parser's disagreements. How the scores are made:
+docs/generative.md, "Scoring given trees and finding treebank errors".
 """
 from typing import Dict, List, Optional, Sequence, Tuple
 

@@ -2,26 +2,9 @@
 
 The table is Collins' (1999, Appendix A), the one Yamada & Matsumoto (2003) and
 Penn2Malt build on, which is how WSJ10 dependencies are usually made (Klein & Manning
-2004).  For every constituent one child is its *head child*; the head word of the
-constituent is the head word of that child, and the head words of all other children
-depend on it.  The head word of the whole tree depends on the root.
-
-How a head child is found, given the children of a constituent labelled ``X``:
-
-* Punctuation children (:data:`PUNCT_TAGS`) are never heads unless every child is one.
-* ``NP`` (and ``NX``, ``NAC`` is in the table) uses Collins' special NP rule
-  (:func:`_np_head`): the last child if it is ``POS``; else the rightmost child in
-  {NN, NNP, NNPS, NNS, NX, POS, JJR}; else the leftmost ``NP``; else the rightmost in
-  {$, ADJP, PRN}; else the rightmost ``CD``; else the rightmost in {JJ, JJS, RB, QP};
-  else the last child.
-* Every other label follows :data:`HEAD_RULES`: (direction, priority list).  For each
-  label in the priority list in turn, the children are scanned in the direction
-  (``left``: from the first child, ``right``: from the last) and the first child with
-  that label is the head.  If none matches, the first child in the direction is.
-  Labels not in the table (e.g. ``X``) scan from the left with no priorities.
-* Coordination (Collins): if the child before the chosen head child is ``CC`` and
-  there is a child before that, the head child becomes that one ("cats and dogs" is
-  headed by "cats").
+2004). Each constituent's head child gives it its head word; the other children's head
+words depend on it. How a head child is found (punctuation, the NP rule, coordination):
+docs/dbn.md, "Head rules".
 """
 from typing import Dict, List, Sequence, Tuple
 

@@ -1,21 +1,9 @@
 """WSJ10 and EWT10: short sentences without punctuation, as ``.spacy`` corpora.
 
-* **WSJ10** (Klein & Manning 2004, the paper's corpus) from the WSJ sample in
-  ``<data_dir>/ptb-sample/combined``: each cleaned tree (:mod:`spacy_isbn.corpus.ptb`)
-  becomes a dependency tree by the head rules of :mod:`spacy_isbn.corpus.headrules`;
-  words tagged with one of the 9 punctuation tags are removed; sentences of 1 to 10
-  words remain; a random 9:1 train/test split with a fixed seed.  WSJ10 has no dev
-  split, but ``spacy train`` needs one: ``dev.spacy`` is a random tenth of train
-  (inside train, so it reports fit, not generalisation; nothing is selected on it).
-* **EWT10** from ``<data_dir>/ud/UD_English-EWT``: syntactic words (multiword tokens
-  split), UPOS ``PUNCT`` removed, sentences of 1 to 10 words, EWT's own split.
-
-Removing a word that has dependents (a punctuation head is rare) hands them to its
-nearest kept ancestor; if the root itself goes, its first kept dependent becomes the
-root and the others depend on it.  Docs hold ``SENTS_PER_DOC`` sentences each, with the
-sentence bounds in ``user_data["isbn_sentences"]`` as the CoNLL converter writes them;
-``token.tag_`` is the PTB tag (EWT: XPOS), heads and labels are gold (WSJ10: ``dep``,
-roots ``ROOT``).
+WSJ10 (Klein & Manning 2004) is the WSJ sample made dependencies by the head rules of
+:mod:`spacy_isbn.corpus.headrules`, with a random 9:1 split; EWT10 is EWT with its own
+split. Both keep sentences of 1 to 10 words once punctuation is removed. How words are
+removed and docs laid out: docs/dbn.md, "Data".
 """
 import random
 from pathlib import Path

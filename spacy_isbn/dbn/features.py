@@ -1,24 +1,10 @@
 """What the DBN observes in each slice of a level: the observed variables and their values.
 
-A level of ``m`` unattached words has ``m + 1`` slices: one per word and one for the ROOT
-symbol after them.  A slice observes variables built from the attributes
-
-* ``word``: the word's lower-cased form if it is one of the ``n_words`` most frequent
-  training words, else the unknown class (the paper: 2,500 words plus one class);
-* ``pos``: its tag (``token.tag_``; unknown tags share one class);
-* ``lcomp`` / ``rcomp``: the dependents it has collected on each side, NONE / ONE / MANY;
-* ``ldep`` / ``rdep`` (beyond the paper): the tag of the dependent it collected most
-  recently on each side (the outermost so far), or NONE; ``lcomp`` counts the dependents,
-  ``ldep`` says which;
-
-read at an offset from the slice (``pos@+1``: the next slice's tag); several terms
-joined by ``+`` form one variable over their joint values (``pos+pos@+1``: the tag pair),
-and ``|`` makes a variable depend on other observed terms besides the links
-(``pos|pos@-1``: the tag given the previous slice's tag).
-The ROOT slice has word and tag ROOT and no dependents; offsets outside the level read
-BOUNDARY.  The paper's slice (Fig. 2 and its feature list) is :data:`PAPER_VARIABLES`:
-the word and tag of the slice and of the next slice, the slice's two COMP values, the
-right COMP of its left neighbour and the left COMP of its right neighbour.
+A variable is built from a slice's ``word``, ``pos``, ``lcomp`` / ``rcomp`` (how many
+dependents on each side) and ``ldep`` / ``rdep`` (the tag of the latest one), read at an
+offset (``pos@+1``), joined by ``+`` into one variable (``pos+pos@+1``) and made to depend
+on other terms by ``|`` (``pos|pos@-1``). :data:`PAPER_VARIABLES` is the paper's slice
+(Fig. 2). The syntax in full: docs/dbn.md, "Writing a slice".
 """
 import re
 from collections import Counter

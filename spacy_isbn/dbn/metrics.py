@@ -1,21 +1,9 @@
 """The paper's measures (Savova & Peshkin 2005, Tables 1 and 2) and its two baselines.
 
-Per word (punctuation already removed), with heads 0-based and -1 for ROOT:
-
-* **directed**: the head is right;
-* **undirected** (Klein & Manning 2004): the arc is right up to direction, i.e. the
-  predicted head is the gold head or a gold dependent of the word (a root is right
-  only as a root);
-* **root** / **non-root**: directed accuracy over the words whose gold head is / is not
-  ROOT;
-* **OOV**: directed accuracy over the words outside the DBN's word vocabulary (the
-  ``n_words`` most frequent training words), the same set for every system;
-* **sentence**: the share of sentences whose every head is right.
-
-Baselines: **adjacent** links every word to its right neighbour (the last word to ROOT),
-as the paper describes Klein & Manning's heuristic, and its mirror image, every word to
-its left neighbour; **random** draws each level's LINK sequence from the DBN with no
-training data (uniform tables), so its trees are random projective trees.
+Directed, undirected, root, non-root, OOV and sentence accuracy, per word with
+punctuation removed (heads 0-based, -1 for ROOT); the baselines link every word to its
+neighbour (adjacent) or draw levels from an untrained DBN (random). What each counts:
+docs/dbn.md, "Measures".
 """
 from typing import Dict, Iterable, List, Sequence, Tuple
 

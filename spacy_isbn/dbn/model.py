@@ -1,34 +1,12 @@
 """The chain DBN of one level: conditional probability tables and exact inference.
 
-Structure (Savova & Peshkin 2005, Fig. 2).  Slice ``t`` of a level holds the hidden
-``LINK_t`` and the observed variables of :mod:`.features`.  ``LINK_t`` depends on
-``LINK_{t-1}`` (the first on a start state); every observed variable of slice ``t``
-depends on the links of its own and its neighbouring slices, ``LINK_{t-1}``,
-``LINK_t`` and ``LINK_{t+1}`` (the ROOT slice's LINK is NONE, and so is a link outside
-the level).  A deterministic CONTROL variable, observed true, requires at least one
-LINK other than NONE, and the structural constraints of :mod:`.levels` hold exactly
-(their probability is zero).
-
-Learning is counting: every table is estimated from the gold levels of the training
-trees.  Smoothing: add-``alpha`` (Lidstone) on every table.  The paper used none, but
-without it a known word or tag seen in training under some link configurations and
-never under another gives that configuration probability zero, and at a level where
-every valid LINK sequence needs such a configuration the parser would have no parse at
-all; ``alpha`` is chosen on dev.  Structural zeros stay zeros.
-
-Back-off (beyond the paper, ``backoff`` > 0): an observation table's row for a link
-configuration ``L`` (and observed context ``g``) is instead the count estimate shrunk
-towards the same variable's distribution given ``g`` alone, summed over the links:
-``P(o | L, g) = (c(L, g, o) + backoff * P(o | g)) / (c(L, g) + backoff)``, with
-``P(o | g)`` add-``alpha``.  A rare word (or tag pair) then hardly moves the links, where
-add-``alpha`` with a large table penalises whichever link configuration has seen more
-data; frequent ones keep their counts.
-
-Inference is exact: the observed variables of slice ``t`` couple three neighbouring
-links, so the chain is run over pairs (``LINK_{t-1}``, ``LINK_t``) with a CONTROL bit
-(18 states).  :meth:`LevelModel.kbest` is list Viterbi (the ``k`` best LINK sequences),
-:meth:`LevelModel.log_partition` the forward algorithm, and
-:meth:`LevelModel.sample` forward filtering, backward sampling.
+Slice ``t`` holds the hidden ``LINK_t`` and the observed variables of :mod:`.features`,
+each depending on the links of its own and both neighbouring slices. Learning is
+counting the gold levels, smoothed by add-``alpha`` (without it an unseen configuration
+can leave a level with no parse) or, with ``backoff`` > 0, shrunk towards the links-free
+distribution. Inference is exact, on pairs of neighbouring links: :meth:`LevelModel.kbest`
+(list Viterbi), :meth:`LevelModel.log_partition` (forward), :meth:`LevelModel.sample`.
+Structure, smoothing and back-off in full: docs/dbn.md, "The model of one level".
 """
 from typing import List, Sequence, Tuple
 

@@ -1,24 +1,10 @@
 """Constituency trees on spaCy spans through benepar's extension attributes.
 
 Code written for benepar (``span._.labels``, ``._.parse_string``, ``._.constituents``,
-``._.parent``, ``._.children``; ``token._.labels``, ``._.parse_string``, ``._.parent``) runs
-unchanged on docs parsed by ``isbn_constituency``.  The semantics are benepar's
-(``benepar/integrations/spacy_extensions.py``):
-
-* the constituents of a doc are kept in preorder, one entry per distinct span, with a unary
-  chain as one entry whose labels are the chain from the top (``("S", "VP")``); every token
-  has an entry, labelled ``()`` when no phrase covers exactly that token;
-* ``labels`` is that tuple; a span that is no constituent raises ``ValueError``;
-* ``parse_string`` rebuilds the bracketing from ``token.tag_`` and the token text, with
-  ``( ) { } [ ]`` escaped as ``-LRB-`` etc.;
-* ``constituents`` yields the span and every constituent inside it, in preorder;
-  ``children`` the immediate sub-constituents (tokens included); ``parent`` the smallest
-  enclosing constituent other than the span, or None at a sentence root.
-
-The data live in ``doc._._constituent_data`` (benepar's name) as plain lists, so parsed docs
-serialize with ``DocBin(store_user_data=True)``; a benepar ``ConstituentData`` object found
-there is read as well.  ``doc._.isbn_logprob`` holds log P(trees, words).  The attributes
-are registered by :func:`spacy_isbn.extensions.register_extensions`.
+``._.parent``, ``._.children``; ``token._.labels``, ``._.parse_string``, ``._.parent``)
+runs unchanged on docs parsed by ``isbn_constituency``. The data live in
+``doc._._constituent_data`` as plain lists, so parsed docs serialize with ``DocBin``. The
+attributes' exact semantics: docs/constituency.md, "benepar attributes".
 """
 from __future__ import annotations
 

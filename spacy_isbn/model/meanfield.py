@@ -1,27 +1,12 @@
 """Mean-field re-estimation of a step's latent means (Titov & Henderson 2007, section 3.3).
 
-After the elementary decisions d_1..d_k of step t are observed, the step's
-means mu = sigmoid(a) maximise the variational objective (eq. 7 with the
-first-order approximation of eq. 6)
-
-    L(mu) = sum_i H(mu_i) + mu . eta + sum_{j<=k} log q_j(d_j | mu)
-
-where eta is the step's feed-forward pre-activation (eq. 4) and q_j the
-Phi-masked softmax of decision j.  L is concave in mu and its gradient is
-
-    dL/dmu = eta + sum_j (W_j[d_j] - E_{q_j}[W_j]) - a,
-
-so each iteration moves the logits a along that gradient,
-``a' = a + alpha * dL/dmu`` (alpha = 1 is the classic parallel mean-field
-update), halving alpha per row until L does not decrease beyond its
-rounding error (and not moving the row if four halvings do not help): the
-objective never decreases.
-
-Gradients go through the unrolled iterations (alpha held fixed): they are
-exact for the means actually computed after a fixed number of iterations,
-which is what the likelihood and the search use; implicit differentiation
-would be exact only at a converged fixed point, and zero iterations gives
-back the feed-forward model exactly.
+After a step's elementary decisions are observed, its means maximise the variational
+objective (eq. 7 with eq. 6's first-order approximation). Each iteration is a batched
+gradient step on the logits (step 1: the classic parallel update), halved per row until
+the objective does not decrease. Gradients go through the unrolled iterations, so they
+are exact for the means actually used, and zero iterations is the feed-forward model.
+The objective, its gradient and why: docs/design.md, "What isbn_parser does"
+(Approximations).
 """
 from typing import Dict, List, Optional, Tuple
 

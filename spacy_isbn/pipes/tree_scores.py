@@ -22,6 +22,7 @@ from ..model.batch import DerivationBatch, word_batches
 from ..model.isbn import HEADS
 from ..transitions.arc_eager import sentence_spans_from_heads
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
+from ..transitions.inputs import SegmentInputs
 from .base import DocWords
 
 # the decision heads whose decisions are about a state's action (the rest: its generated word)
@@ -82,18 +83,25 @@ class ForcedDerivations:
         items, pipe = list(items), self.pipe
         generative = pipe.generative
         out: List[List[Optional[SentenceScore]]] = [[None] * len(sents) for _, sents in items]
-        all_words = [DocWords(doc) for doc, _ in items]
+        # a doc's words and inputs, read once however many items have trees of it
+        read: Dict[int, Tuple[DocWords, SegmentInputs]] = {}
+        for doc, _ in items:
+            if id(doc) not in read:
+                words = DocWords(doc)
+                read[id(doc)] = words, pipe._inputs(pipe._records(words.token_list()))
+        all_words = [read[id(doc)][0] for doc, _ in items]
         vectors = None if generative else pipe.token_vectors([doc for doc, _ in items], all_words)
         pieces: List[_Piece] = []
         for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
-            records = pipe._records(words.token_list())
+            inputs = read[id(doc)][1]
             chain: List[Tuple[int, int, int, Derivation]] = []
             for k, sent in enumerate(sents):
                 start, end, heads, labels = words.word_tree(*sent)
                 if start == end:
                     out[i][k] = SentenceScore(0.0, numpy.zeros(sent[1] - sent[0]), "")
                     continue
-                deriv, reason = self._forced_derivation(records[start:end], start, heads, labels)
+                deriv, reason = self._forced_derivation(inputs.span(start, end), start, heads,
+                                                        labels)
                 if deriv is None:
                     out[i][k] = SentenceScore(-numpy.inf, numpy.zeros(sent[1] - sent[0]), reason)
                     pieces.extend(self._pieces(chain))
@@ -145,11 +153,11 @@ class ForcedDerivations:
             out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
         return out
 
-    def _forced_derivation(self, records, start: int, heads: List[int], labels: List[str]
-                           ) -> Tuple[Optional[Derivation], str]:
+    def _forced_derivation(self, inputs: SegmentInputs, start: int, heads: List[int],
+                           labels: List[str]) -> Tuple[Optional[Derivation], str]:
         """A sentence's derivation (words ``start``.. with absolute word
         heads), or None and why the model cannot derive it."""
-        n, pipe = len(records), self.pipe
+        n, pipe = inputs.n, self.pipe
         local = [h - start for h in heads]
         if not all(0 <= h < n for h in local):
             return None, "a word is headed outside its sentence or by whitespace"
@@ -161,7 +169,7 @@ class ForcedDerivations:
         if min(label_ids) < 0:
             unseen = sorted({x for x, i in zip(oracle[1], label_ids) if i < 0})
             return None, f"label never seen in training: {', '.join(unseen)}"
-        return pipe.moves.derivation(pipe._inputs(records), (oracle[0], [0] + label_ids),
+        return pipe.moves.derivation(inputs, (oracle[0], [0] + label_ids),
                                      pipe.end_tag, pipe.cfg["multiroot"]), ""
 
     def _pieces(self, chain: List[Tuple[int, int, int, Derivation]]) -> List[_Piece]:

@@ -11,7 +11,12 @@ the arc that attaches it (LeftArc or RightArc with its label), its Shift
 and Reduce, and the generation of the word itself (tag, morphology, form;
 the end of the sentence: the last word); the parts of a sentence add up to
 its score exactly.  A non-projective tree is scored as its pseudo-projective
-lift (the lifted labels the model learnt), as in training."""
+lift (the lifted labels the model learnt), as in training.
+
+The derivations are scored in batches, all in lockstep, the trees of one
+sentence (a k-best list) in one batch, whose forward computes each state
+their derivations share once (:mod:`~spacy_isbn.model.shared_forward`): the
+scores are exactly each tree's own forward's."""
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import numpy
@@ -20,6 +25,7 @@ from spacy.tokens import Doc
 from ..corpus.ud import model_labels
 from ..model.batch import DerivationBatch, word_batches
 from ..model.isbn import HEADS
+from ..model.shared_forward import forced_logprobs
 from ..transitions.arc_eager import sentence_spans_from_heads
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
 from ..transitions.inputs import SegmentInputs
@@ -116,7 +122,11 @@ class ForcedDerivations:
             pieces.extend(self._pieces(chain))
         parts: Dict[Tuple[int, int], numpy.ndarray] = {}
         of = {id(p.deriv): p for p in pieces}
-        for batch, _ in word_batches([p.deriv for p in pieces], max(1, pipe.cfg["max_batch_words"])):
+        # the pieces that start on the same word of the same doc (the candidate
+        # trees of a sentence) are scored in one batch, which shares their states
+        starts = [(id(items[i][0]), items[i][1][k][0]) for i, k, _ in (p.sentences[0] for p in pieces)]
+        for batch, _ in word_batches([p.deriv for p in pieces], max(1, pipe.cfg["max_batch_words"]),
+                                     starts):
             members = [of[id(d)] for d in batch]
             arrays = DerivationBatch.from_derivations(batch)
             arrays.groups, offset = {key: numpy.zeros(arrays.valid.shape, dtype="int64")
@@ -129,7 +139,7 @@ class ForcedDerivations:
                 offset += sum(n for _, _, n in piece.sentences)
             if vectors is not None:
                 arrays.vectors = vectors[0]
-            lps = numpy.asarray(pipe.core(arrays, is_train=False)[0], dtype="float64")
+            lps = numpy.asarray(forced_logprobs(pipe.core, arrays), dtype="float64")
             lps = numpy.concatenate([lps, numpy.zeros(2 * offset - len(lps))]).reshape(-1, 2)
             offset = 0
             for piece in members:

@@ -71,11 +71,13 @@ def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
             numpy.array(starts))
 
 
-def forced_logprobs(model: Model, batch: DerivationBatch) -> numpy.ndarray:
+def forced_logprobs(model: Model, batch: DerivationBatch, shared: bool = True) -> numpy.ndarray:
     """``forward(model, batch, is_train=False)``'s outputs, each distinct
-    state and decision distribution computed once.  Mean field runs the
-    plain forward: there a state's means hang on its own step's decisions."""
-    if model.attrs["approximation"] == "meanfield":
+    state and decision distribution computed once.  The plain forward runs
+    where ``shared`` is False (derivations that share no prefix: finding
+    none costs time) and with mean field, where a state's means hang on its
+    own step's decisions."""
+    if not shared or model.attrs["approximation"] == "meanfield":
         return forward(model, batch, is_train=False)[0]
     table, feats = forward_inputs(model, batch)
     B, T, F = feats.shape

@@ -169,7 +169,7 @@ def test_shared_states_score_each_candidate_as_its_own_derivation(pipeline, monk
     assert 0 < counts[0] < 0.8 * counts[1]
     assert any(numpy.isfinite(s.logprob) for item in scores for s in item)
     monkeypatch.setattr(tree_scores, "forced_logprobs",
-                        lambda core, batch, shared: core(batch, is_train=False)[0])
+                        lambda core, batch: core(batch, is_train=False)[0])
     assert _same(scores, [given.score([item])[0] for item in items])
     # the conditional model's and chained docs' scores are the plain forward's too
     parser = nlp.get_pipe("isbn_parser")

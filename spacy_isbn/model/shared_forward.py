@@ -3,13 +3,11 @@ distinct latent state computed once: what scores a sentence's k-best
 candidates, whose derivations share long prefixes.
 
 A state is computed from its feature ids and the earlier states its
-relations link to (``src``), all decided by its derivation's prefix.  So the
-states of a batch are numbered step by step by what they are computed from
-(:func:`state_nodes`): a node of step t is a distinct (feature ids, linked
-nodes).  Equal prefixes get the same node (the candidates' trie over their
-decisions; states that coincide after different prefixes share one too).
-Each node's means are computed once, and each head's softmax once per
-distinct (node, Phi); each decision picks its outcome from it.
+relations link to (``src``), all decided by its derivation's prefix.  So
+the derivations of a batch form a trie over their steps' (feature ids,
+linked steps) (:func:`state_nodes`), with one node per distinct prefix:
+each node's means are computed once, and each head's softmax once per
+distinct (node, Phi), each decision picking its outcome from it.
 
 The outputs are exactly :func:`.isbn.forward`'s: every product is row-wise
 (``ops.gemm``, :func:`.step.row_products`), as are the feature sums and the
@@ -47,37 +45,38 @@ def distinct_rows(key: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
 
 def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
                 ) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    """The distinct states of a batch: ``feats`` (B, T, F) ids, ``src`` (B,
-    T, R) the steps each state links to (-1 none), ``valid`` (B, T).
-    Returns per (b, t) its node (-1: padding), per node its first state
-    (b * T + t) and the nodes it links to (-1 none), and where each step's
-    nodes start (T + 1 offsets; nodes are numbered in step order)."""
+    """The trie of a batch's derivations: ``feats`` (B, T, F) ids, ``src``
+    (B, T, R) the steps each state links to (-1 none), ``valid`` (B, T).
+    Two states of step t are one node where their derivations' steps up to
+    t read the same features and link to the same steps (so to the same
+    nodes).  Returns per (b, t) its node (-1: padding), per node its first
+    state (b * T + t) and the nodes it links to (-1 none), and where each
+    step's nodes start (T + 1 offsets; nodes are numbered in step order)."""
     B, T = valid.shape
+    rows = numpy.concatenate([feats.reshape(B * T, -1), src.reshape(B * T, -1)], axis=1)
+    step = numpy.where(valid, distinct_rows(rows.astype("int64"))[1].reshape(B, T), -1)
+    # derivations in the order of their steps: one shares its nodes with the
+    # one before up to their first different step
+    order = numpy.lexsort(step.T[::-1])
+    ranked = step[order]
+    differ = ranked[1:] != ranked[:-1]
+    shared = numpy.where(differ.any(axis=1), differ.argmax(axis=1), T)
+    new = valid[order]
+    new[1:] &= numpy.arange(T) >= shared[:, None]
+    starts = numpy.concatenate([[0], numpy.cumsum(new.sum(axis=0))])
     node = numpy.full((B, T), -1, dtype="int64")
-    firsts, links, starts = [], [], [0]
-    for t in range(T):
-        b = numpy.nonzero(valid[:, t])[0]
-        steps = src[b, t]
-        linked = numpy.where(steps >= 0, node[b[:, None], numpy.maximum(steps, 0)], -1)
-        key = numpy.concatenate([feats[b, t].astype("int64"), linked], axis=1)
-        first, inverse = distinct_rows(key)
-        node[b, t] = starts[-1] + inverse
-        firsts.append(b[first] * T + t)
-        links.append(linked[first])
-        starts.append(starts[-1] + len(first))
-    R = src.shape[2]
-    return (node, numpy.concatenate(firsts or [numpy.zeros(0, "int64")]),
-            numpy.concatenate(links or [numpy.zeros((0, R), "int64")]).astype("int32"),
-            numpy.array(starts))
+    node[order] = numpy.where(valid[order], starts[:-1] + numpy.cumsum(new, axis=0) - 1, -1)
+    t, i = numpy.nonzero(new.T)  # the nodes in their numbering's order
+    b = order[i]
+    links = numpy.where(src[b, t] >= 0, node[b[:, None], numpy.maximum(src[b, t], 0)], -1)
+    return node, b * T + t, links.astype("int32"), starts
 
 
-def forced_logprobs(model: Model, batch: DerivationBatch, shared: bool = True) -> numpy.ndarray:
+def forced_logprobs(model: Model, batch: DerivationBatch) -> numpy.ndarray:
     """``forward(model, batch, is_train=False)``'s outputs, each distinct
-    state and decision distribution computed once.  The plain forward runs
-    where ``shared`` is False (derivations that share no prefix: finding
-    none costs time) and with mean field, where a state's means hang on its
-    own step's decisions."""
-    if not shared or model.attrs["approximation"] == "meanfield":
+    state and decision distribution computed once.  Mean field runs the
+    plain forward: there a state's means hang on its own step's decisions."""
+    if model.attrs["approximation"] == "meanfield":
         return forward(model, batch, is_train=False)[0]
     table, feats = forward_inputs(model, batch)
     B, T, F = feats.shape

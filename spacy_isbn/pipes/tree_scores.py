@@ -124,13 +124,10 @@ class ForcedDerivations:
         of = {id(p.deriv): p for p in pieces}
         # the pieces that start on the same word of the same doc (the candidate
         # trees of a sentence) are scored in one batch, which shares their states
-        # (the conditional model reads each item's own token vectors: none shared)
-        begins = {id(p.deriv): (i if vectors is not None else id(items[i][0]), items[i][1][k][0])
-                  for p, (i, k, _) in ((p, p.sentences[0]) for p in pieces)}
+        begins = [(id(items[i][0]), items[i][1][k][0]) for i, k, _ in (p.sentences[0] for p in pieces)]
         for batch, _ in word_batches([p.deriv for p in pieces], max(1, pipe.cfg["max_batch_words"]),
-                                     [begins[id(p.deriv)] for p in pieces]):
+                                     begins):
             members = [of[id(d)] for d in batch]
-            shared = len({begins[id(d)] for d in batch}) < len(batch)
             arrays = DerivationBatch.from_derivations(batch)
             arrays.groups, offset = {key: numpy.zeros(arrays.valid.shape, dtype="int64")
                                      for key in HEADS}, 0
@@ -142,7 +139,7 @@ class ForcedDerivations:
                 offset += sum(n for _, _, n in piece.sentences)
             if vectors is not None:
                 arrays.vectors = vectors[0]
-            lps = numpy.asarray(forced_logprobs(pipe.core, arrays, shared), dtype="float64")
+            lps = numpy.asarray(forced_logprobs(pipe.core, arrays), dtype="float64")
             lps = numpy.concatenate([lps, numpy.zeros(2 * offset - len(lps))]).reshape(-1, 2)
             offset = 0
             for piece in members:

@@ -9,6 +9,7 @@ import math
 import time
 
 import pytest
+from spacy.util import fix_random_seed
 
 from .test_conditional import SENTENCES
 from .test_reranker import reranked_pipeline
@@ -19,6 +20,7 @@ UNENDING = "big"
 
 @pytest.fixture(scope="module")
 def nlp():
+    fix_random_seed(0)  # one model: the speed of its 512-word search varies from training to training
     return reranked_pipeline(free_end=True)[0]
 
 
@@ -66,7 +68,4 @@ def test_a_text_without_punctuation_parses_about_as_fast_as_ordinary_text(nlp):
         doc = _parse(nlp, _text(1100, ordinary), 10)
         speed[ordinary] = len(doc) / (time.process_time() - start)
         _assert_finite_trees(nlp, doc)
-    # the tiny pipeline's search of 512-word sentences varies from run to run
-    # (0.4 to 0.85 of ordinary text's speed); until the reranker read each doc
-    # once, ordinary text's candidates (each re-reading the doc) hid it
-    assert speed[False] >= 0.3 * speed[True], speed
+    assert speed[False] >= 0.5 * speed[True], speed

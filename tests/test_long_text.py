@@ -9,6 +9,7 @@ import math
 import time
 
 import pytest
+from spacy.util import fix_random_seed
 
 from .test_conditional import SENTENCES
 from .test_reranker import reranked_pipeline
@@ -19,6 +20,7 @@ UNENDING = "big"
 
 @pytest.fixture(scope="module")
 def nlp():
+    fix_random_seed(0)  # one model: the speed of its 512-word search varies from training to training
     return reranked_pipeline(free_end=True)[0]
 
 
@@ -62,8 +64,8 @@ def test_a_text_without_punctuation_parses_about_as_fast_as_ordinary_text(nlp):
     _parse(nlp, _text(50), 10)  # warm-up
     speed = {}
     for ordinary in (True, False):
-        start = time.perf_counter()
+        start = time.process_time()  # this process's CPU: other processes' load does not count
         doc = _parse(nlp, _text(1100, ordinary), 10)
-        speed[ordinary] = len(doc) / (time.perf_counter() - start)
+        speed[ordinary] = len(doc) / (time.process_time() - start)
         _assert_finite_trees(nlp, doc)
     assert speed[False] >= 0.5 * speed[True], speed

@@ -106,3 +106,28 @@ def test_row_products_of_a_state_do_not_depend_on_the_other_rows():
         assert (row_products(ops, H[i: i + 9], W) == together[i: i + 9]).all()
     assert numpy.allclose(together, H @ W.T, atol=1e-4)
     assert (row_products(ops, H, numpy.ascontiguousarray(W.T), trans2=False) == together).all()
+
+
+def test_distinct_rows_are_exact_even_when_their_hashes_collide(monkeypatch):
+    from spacy_isbn.model import shared_forward
+
+    key = numpy.array([[1, 2], [3, 4], [1, 2], [2, 1], [3, 4]])
+    first, inverse = shared_forward.distinct_rows(key)
+    assert (key[first][inverse] == key).all() and len(first) == 3
+    monkeypatch.setattr(shared_forward, "_multipliers", lambda n: numpy.ones(n, "int64"))
+    first, inverse = shared_forward.distinct_rows(key)  # [1, 2] and [2, 1] hash alike
+    assert (key[first][inverse] == key).all() and len(first) == 3
+
+
+def test_word_batches_keep_a_group_together():
+    from types import SimpleNamespace
+
+    from spacy_isbn.model.batch import word_batches
+
+    derivs = [SimpleNamespace(n_states=s, n_words=w) for s, w in
+              [(9, 4), (3, 1), (5, 2), (4, 2), (8, 4)]]
+    plain = [[derivs.index(d) for d in batch] for batch, _ in word_batches(derivs, 4)]
+    assert plain == [[1, 3], [2], [4], [0]]
+    grouped = [[derivs.index(d) for d in batch]
+               for batch, _ in word_batches(derivs, 4, ["a", "b", "a", "c", "b"])]
+    assert grouped == [[3], [1, 4], [2, 0]]  # groups by their longest

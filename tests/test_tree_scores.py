@@ -109,3 +109,71 @@ def test_the_old_names_warn_and_score_as_before(pipeline):
     with pytest.warns(DeprecationWarning, match="doc_tree_logprobs"):
         [(logprob, sentences)] = reranker.doc_tree_logprobs([doc])
     assert (logprob, sentences) == (scored._.isbn_logprob, scored._.isbn_sentences)
+
+
+def _random_trees(doc, rng, n):
+    """``n`` random trees per sentence of ``doc`` (each word's head a word
+    placed before it in a random order), labelled as ``doc``."""
+    items = []
+    for _ in range(n):
+        sents = []
+        for sent in doc.sents:
+            order = rng.permutation(len(sent))
+            heads = list(range(len(sent)))
+            for k in range(1, len(order)):
+                heads[order[k]] = int(order[rng.randint(k)])
+            sents.append((sent.start, sent.end, [sent.start + h for h in heads],
+                          [t.dep_ for t in sent]))
+        items.append((doc, sents))
+    return items
+
+
+def _same(scores, expected):
+    return all(a.logprob == b.logprob and (a.parts == b.parts).all()
+               and a.structure == b.structure and a.reason == b.reason
+               for x, y in zip(scores, expected, strict=True) for a, b in zip(x, y, strict=True))
+
+
+def test_shared_states_score_each_candidate_as_its_own_derivation(pipeline, monkeypatch):
+    """The candidates of a sentence share their prefixes' states (computed
+    once per batch): every score, part and structure is the bits the plain
+    forward gives the candidate alone."""
+    from spacy_isbn.model import shared_forward
+    from spacy_isbn.pipes import tree_scores
+    from spacy_isbn.transitions.arc_eager import sentence_spans_from_heads
+
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        docs = list(nlp.pipe(["the dog barks . cats sleep . a cat sees the dog .",
+                              "the old man sleeps . dogs chase big cats ."]))
+    items, rng = [], numpy.random.RandomState(0)
+    for doc in docs:
+        for start, _, analyses in doc._.isbn_kbest:
+            for _, heads, labels in analyses + analyses[:1]:  # the best twice: all shared
+                spans = sentence_spans_from_heads([h - start for h in heads])
+                items.append((doc, [(start + s, start + e, heads[s:e], labels[s:e])
+                                    for s, e in spans]))
+        items += _random_trees(doc, rng, 6)
+    given = reranker.forced_derivations
+    counts = numpy.zeros(2, dtype="int64")
+    state_nodes = shared_forward.state_nodes
+
+    def counted(feats, src, valid):
+        out = state_nodes(feats, src, valid)
+        counts[:] += (len(out[1]), valid.sum())
+        return out
+
+    monkeypatch.setattr(shared_forward, "state_nodes", counted)
+    scores = given.score(items)
+    assert 0 < counts[0] < 0.8 * counts[1]
+    assert any(numpy.isfinite(s.logprob) for item in scores for s in item)
+    monkeypatch.setattr(tree_scores, "forced_logprobs",
+                        lambda core, batch: core(batch, is_train=False)[0])
+    assert _same(scores, [given.score([item])[0] for item in items])
+    # the conditional model's and chained docs' scores are the plain forward's too
+    parser = nlp.get_pipe("isbn_parser")
+    plain = parser.forced_derivations.score(items), given.score(given.trees_set_on(docs))
+    monkeypatch.undo()
+    assert _same(parser.forced_derivations.score(items), plain[0])
+    assert _same(given.score(given.trees_set_on(docs)), plain[1])

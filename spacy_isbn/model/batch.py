@@ -1,25 +1,34 @@
 """Gold derivations padded into batches, so the model's training pass runs
 all sentences of a batch in lockstep over the step index."""
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Hashable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
 from ..transitions.derivation import Derivation
 
 
-def word_batches(derivs: Sequence[Derivation], max_words: int) -> Iterator[Tuple[List[Derivation], int]]:
+def word_batches(derivs: Sequence[Derivation], max_words: int,
+                 groups: Optional[Sequence[Hashable]] = None
+                 ) -> Iterator[Tuple[List[Derivation], int]]:
     """The derivations sorted by length and packed into batches of at most
     ``max_words`` words (at least one derivation each), with their word
-    counts: similar lengths keep the training pass's lockstep loop short."""
+    counts: similar lengths keep the training pass's lockstep loop short.
+    ``groups``: a key per derivation; those with the same key go into one
+    batch whatever its words (the candidate trees of one sentence, whose
+    shared states a batch computes once), groups ordered by their longest."""
+    members: Dict[Hashable, List[Derivation]] = {}
+    for i, d in enumerate(derivs):
+        members.setdefault(i if groups is None else groups[i], []).append(d)
     batch: List[Derivation] = []
     words = 0
-    for d in sorted(derivs, key=lambda d: d.n_states):
-        if batch and words + d.n_words > max_words:
+    for group in sorted(members.values(), key=lambda g: max(d.n_states for d in g)):
+        n = sum(d.n_words for d in group)
+        if batch and words + n > max_words:
             yield batch, words
             batch, words = [], 0
-        batch.append(d)
-        words += d.n_words
+        batch.extend(sorted(group, key=lambda d: d.n_states))
+        words += n
     if batch:
         yield batch, words
 

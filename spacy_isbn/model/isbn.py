@@ -358,21 +358,69 @@ def _restrict(groups: List[Observed], position_of_row: numpy.ndarray, k: int,
     return out
 
 
+def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """The rows the states' features index (the embeddings, then a
+    conditional model's token vectors) and the features, (B, T, F) ids of
+    that table."""
+    B, T = batch.valid.shape
+    E = model.get_param("E")
+    feats = batch.feats.reshape(B * T, -1)
+    # the conditional model's token vectors are rows of the table after E's
+    if batch.vectors is not None:
+        feats = vector_feature_ids(feats, model.attrs["vector_columns"], E.shape[0],
+                                   batch.tok_base.reshape(-1), batch.tok_end.reshape(-1))
+    return (embedding_table(model, batch.vectors),
+            numpy.ascontiguousarray(feats, dtype="int32").reshape(B, T, -1))
+
+
+def decisions_of(model: Model) -> Decisions:
+    """The model's :class:`Decisions`."""
+    p = {name: model.get_param(name) for name in PARAMS}
+    return Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
+                     model.attrs["label_blocks"], model.attrs["bundle_ranges"],
+                     model.attrs["form_ranges"])
+
+
+def decision_heads(model: Model) -> dict:
+    """head -> its :class:`~.step.DecisionHead` (W + head, b + head)."""
+    return {key: DecisionHead(model, "W" + key, "b" + key) for key in HEADS}
+
+
+def scored_decisions(dec: Decisions, batch: DerivationBatch):
+    """Every decision of the batch, one softmax per head (per tag for
+    bundles and forms): (head, its (b, t) pairs, their Observed group, their
+    Phi mask, the first row of the head's W the group reads or None)."""
+    positions = _decision_positions(batch)
+    for key in HEADS:
+        b, t = numpy.nonzero(positions[key] >= 0)
+        if not b.size:
+            continue
+        for ob in _head_decisions(dec, batch, key, b, t):
+            mask = ob.mask if ob.mask is not None else numpy.ones(
+                (len(ob.rows), len(ob.b)), dtype=bool)
+            yield key, (b[ob.rows], t[ob.rows]), ob, mask, ob.lo if key in ("b", "f") else None
+
+
+def output_groups(batch: DerivationBatch, dtype) -> Tuple[dict, numpy.ndarray]:
+    """head -> (B, T) the output each state's decision adds to
+    (``batch.groups``; default: its derivation's), and the outputs, zeros."""
+    B, T = batch.valid.shape
+    group_of = batch.groups
+    if group_of is None:
+        group_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
+    if not isinstance(group_of, dict):
+        group_of = {key: group_of for key in HEADS}
+    n = max([int(g.max()) + 1 for g in group_of.values() if g.size] or [0])
+    return group_of, numpy.zeros((n,), dtype=dtype)
+
+
 def forward(model: Model, batch: DerivationBatch, is_train: bool):
     nH = model.get_dim("nH")
-    E = model.get_param("E")
-    dtype = E.dtype
+    dtype = model.get_param("E").dtype
     meanfield_on = model.attrs["approximation"] == "meanfield"
     iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
-    feats = batch.feats.reshape(B * T, -1)
-    # the conditional model's token vectors are rows of the table after E's
-    vectors = batch.vectors
-    if vectors is not None:
-        feats = vector_feature_ids(feats, model.attrs["vector_columns"], E.shape[0],
-                                   batch.tok_base.reshape(-1), batch.tok_end.reshape(-1))
-    table = embedding_table(model, vectors)
-    feats = numpy.ascontiguousarray(feats, dtype="int32").reshape(B, T, -1)
+    table, feats = forward_inputs(model, batch)
     d_table = numpy.zeros_like(table) if is_train else None
     # the means of all states, row b * T + t; a step links to earlier rows
     Hs_flat = numpy.zeros((B * T, nH), dtype=dtype)
@@ -380,10 +428,8 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     flat_src = numpy.where(batch.src >= 0, numpy.arange(B)[:, None, None] * T + batch.src,
                            -1).astype("int32")
     step_backprops: List[Callable] = []
-    p = {name: model.get_param(name) for name in PARAMS}
-    dec = Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
-                    model.attrs["label_blocks"], model.attrs["bundle_ranges"],
-                    model.attrs["form_ranges"])
+    dec = decisions_of(model)
+    p = dec.p
     positions = _decision_positions(batch)
     # the means each head's decisions are scored with: the final ones
     # (feed-forward) or those before the decision (mean field)
@@ -428,36 +474,13 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
         Hs[:, t] = means(a)
     Hs *= batch.valid[..., None]
 
-    group_of = batch.groups
-    if group_of is None:
-        group_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
-    if not isinstance(group_of, dict):
-        group_of = {key: group_of for key in HEADS}
-    ll = numpy.zeros((max([int(g.max()) + 1 for g in group_of.values() if g.size] or [0]),),
-                     dtype=dtype)
+    group_of, ll = output_groups(batch, dtype)
     pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
-
-    def add(key, sel, lp, bp):
+    heads = decision_heads(model)
+    for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch):
+        lp, bp = heads[key].score(M[key][sel], mask, ob.target, rows_lo=rows_lo)
         numpy.add.at(ll, group_of[key][sel], lp)
         pieces.append((key, sel, group_of[key][sel], bp))
-
-    heads = {
-        "a": DecisionHead(model, "Wa", "ba"), "l": DecisionHead(model, "Wl", "bl"),
-        "t": DecisionHead(model, "Wt", "bt"), "b": DecisionHead(model, "Wb", "bb"),
-        "f": DecisionHead(model, "Wf", "bf"),
-    }
-    # every decision, one softmax per head (per tag for bundles and forms)
-    for key in HEADS:
-        b, t = numpy.nonzero(positions[key] >= 0)
-        if not b.size:
-            continue
-        for ob in _head_decisions(dec, batch, key, b, t):
-            sel = (b[ob.rows], t[ob.rows])
-            mask = ob.mask if ob.mask is not None else numpy.ones(
-                (len(ob.rows), len(ob.b)), dtype=bool)
-            lp, bp = heads[key].score(M[key][sel], mask, ob.target,
-                                      rows_lo=ob.lo if key in ("b", "f") else None)
-            add(key, sel, lp, bp)
 
     def backprop(d_ll: Floats1d):
         d_ll = numpy.asarray(d_ll, dtype=dtype)

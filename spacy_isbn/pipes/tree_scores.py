@@ -11,7 +11,12 @@ the arc that attaches it (LeftArc or RightArc with its label), its Shift
 and Reduce, and the generation of the word itself (tag, morphology, form;
 the end of the sentence: the last word); the parts of a sentence add up to
 its score exactly.  A non-projective tree is scored as its pseudo-projective
-lift (the lifted labels the model learnt), as in training."""
+lift (the lifted labels the model learnt), as in training.
+
+The derivations are scored in batches, all in lockstep, the trees of one
+sentence (a k-best list) in one batch, whose forward computes each state
+their derivations share once (:mod:`~spacy_isbn.model.shared_forward`): the
+scores are exactly each tree's own forward's."""
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import numpy
@@ -20,8 +25,10 @@ from spacy.tokens import Doc
 from ..corpus.ud import model_labels
 from ..model.batch import DerivationBatch, word_batches
 from ..model.isbn import HEADS
+from ..model.shared_forward import forced_logprobs
 from ..transitions.arc_eager import sentence_spans_from_heads
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
+from ..transitions.inputs import SegmentInputs
 from .base import DocWords
 
 # the decision heads whose decisions are about a state's action (the rest: its generated word)
@@ -82,18 +89,25 @@ class ForcedDerivations:
         items, pipe = list(items), self.pipe
         generative = pipe.generative
         out: List[List[Optional[SentenceScore]]] = [[None] * len(sents) for _, sents in items]
-        all_words = [DocWords(doc) for doc, _ in items]
+        # a doc's words and inputs, read once however many items have trees of it
+        read: Dict[int, Tuple[DocWords, SegmentInputs]] = {}
+        for doc, _ in items:
+            if id(doc) not in read:
+                words = DocWords(doc)
+                read[id(doc)] = words, pipe._inputs(pipe._records(words.token_list()))
+        all_words = [read[id(doc)][0] for doc, _ in items]
         vectors = None if generative else pipe.token_vectors([doc for doc, _ in items], all_words)
         pieces: List[_Piece] = []
         for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
-            records = pipe._records(words.token_list())
+            inputs = read[id(doc)][1]
             chain: List[Tuple[int, int, int, Derivation]] = []
             for k, sent in enumerate(sents):
                 start, end, heads, labels = words.word_tree(*sent)
                 if start == end:
                     out[i][k] = SentenceScore(0.0, numpy.zeros(sent[1] - sent[0]), "")
                     continue
-                deriv, reason = self._forced_derivation(records[start:end], start, heads, labels)
+                deriv, reason = self._forced_derivation(inputs.span(start, end), start, heads,
+                                                        labels)
                 if deriv is None:
                     out[i][k] = SentenceScore(-numpy.inf, numpy.zeros(sent[1] - sent[0]), reason)
                     pieces.extend(self._pieces(chain))
@@ -108,7 +122,11 @@ class ForcedDerivations:
             pieces.extend(self._pieces(chain))
         parts: Dict[Tuple[int, int], numpy.ndarray] = {}
         of = {id(p.deriv): p for p in pieces}
-        for batch, _ in word_batches([p.deriv for p in pieces], max(1, pipe.cfg["max_batch_words"])):
+        # the pieces that start on the same word of the same doc (the candidate
+        # trees of a sentence) are scored in one batch, which shares their states
+        begins = [(id(items[i][0]), items[i][1][k][0]) for i, k, _ in (p.sentences[0] for p in pieces)]
+        for batch, _ in word_batches([p.deriv for p in pieces], max(1, pipe.cfg["max_batch_words"]),
+                                     begins):
             members = [of[id(d)] for d in batch]
             arrays = DerivationBatch.from_derivations(batch)
             arrays.groups, offset = {key: numpy.zeros(arrays.valid.shape, dtype="int64")
@@ -121,7 +139,7 @@ class ForcedDerivations:
                 offset += sum(n for _, _, n in piece.sentences)
             if vectors is not None:
                 arrays.vectors = vectors[0]
-            lps = numpy.asarray(pipe.core(arrays, is_train=False)[0], dtype="float64")
+            lps = numpy.asarray(forced_logprobs(pipe.core, arrays), dtype="float64")
             lps = numpy.concatenate([lps, numpy.zeros(2 * offset - len(lps))]).reshape(-1, 2)
             offset = 0
             for piece in members:
@@ -145,11 +163,11 @@ class ForcedDerivations:
             out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
         return out
 
-    def _forced_derivation(self, records, start: int, heads: List[int], labels: List[str]
-                           ) -> Tuple[Optional[Derivation], str]:
+    def _forced_derivation(self, inputs: SegmentInputs, start: int, heads: List[int],
+                           labels: List[str]) -> Tuple[Optional[Derivation], str]:
         """A sentence's derivation (words ``start``.. with absolute word
         heads), or None and why the model cannot derive it."""
-        n, pipe = len(records), self.pipe
+        n, pipe = inputs.n, self.pipe
         local = [h - start for h in heads]
         if not all(0 <= h < n for h in local):
             return None, "a word is headed outside its sentence or by whitespace"
@@ -161,7 +179,7 @@ class ForcedDerivations:
         if min(label_ids) < 0:
             unseen = sorted({x for x, i in zip(oracle[1], label_ids) if i < 0})
             return None, f"label never seen in training: {', '.join(unseen)}"
-        return pipe.moves.derivation(pipe._inputs(records), (oracle[0], [0] + label_ids),
+        return pipe.moves.derivation(inputs, (oracle[0], [0] + label_ids),
                                      pipe.end_tag, pipe.cfg["multiroot"]), ""
 
     def _pieces(self, chain: List[Tuple[int, int, int, Derivation]]) -> List[_Piece]:

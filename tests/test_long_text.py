@@ -2,14 +2,15 @@
 latest and a doc is cut into pieces (``segment_length``); either cut is an
 ordinary sentence end, which the model completes and scores, so a text
 without punctuation gets finite log-probs (every k-best candidate's too) and
-parses about as fast as ordinary text, at beam 1 and at the shipped beam 10,
+costs per word about what ordinary text costs, at beam 1 and at the shipped beam 10,
 with the shipped pipeline's design (tagger, a conditional isbn_parser with
 free_end and per-sentence k best, the generative isbn_reranker)."""
 import math
-import time
 
 import pytest
 from spacy.util import fix_random_seed
+
+from spacy_isbn.model.search_step import SearchStep
 
 from .test_conditional import SENTENCES
 from .test_reranker import reranked_pipeline
@@ -20,7 +21,7 @@ UNENDING = "big"
 
 @pytest.fixture(scope="module")
 def nlp():
-    fix_random_seed(0)  # one model: the speed of its 512-word search varies from training to training
+    fix_random_seed(0)
     return reranked_pipeline(free_end=True)[0]
 
 
@@ -60,12 +61,22 @@ def test_pieces_cut_without_punctuation_end_ordinary_sentences(nlp, beam):
     _assert_finite_trees(nlp, doc)
 
 
-def test_a_text_without_punctuation_parses_about_as_fast_as_ordinary_text(nlp):
-    _parse(nlp, _text(50), 10)  # warm-up
-    speed = {}
+def test_a_text_without_punctuation_costs_per_word_what_ordinary_text_costs(nlp, monkeypatch):
+    """The search's work per word, counted as the latent states it computes
+    (not timed: speed is the benchmarks' business), is within twice that of
+    ordinary text: sentences cut at 512 words cost no more per word."""
+    computed = []
+    pre_linked = SearchStep.pre_linked
+
+    def counting(self, states, src, feats):
+        computed.append(len(feats))
+        return pre_linked(self, states, src, feats)
+
+    monkeypatch.setattr(SearchStep, "pre_linked", counting)
+    per_word = {}
     for ordinary in (True, False):
-        start = time.process_time()  # this process's CPU: other processes' load does not count
+        computed.clear()
         doc = _parse(nlp, _text(1100, ordinary), 10)
-        speed[ordinary] = len(doc) / (time.process_time() - start)
+        per_word[ordinary] = sum(computed) / len(doc)
         _assert_finite_trees(nlp, doc)
-    assert speed[False] >= 0.5 * speed[True], speed
+    assert 0 < per_word[False] <= 2 * per_word[True], per_word

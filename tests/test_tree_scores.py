@@ -1,4 +1,6 @@
 """Scores of given trees by forced derivation: per sentence and per token."""
+from dataclasses import fields
+
 import numpy
 import pytest
 from spacy.tokens import Doc
@@ -6,7 +8,9 @@ from spacy.training import Example
 
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.transitions.arc_eager import ArcEagerMoves, oracle_derivation
+from spacy_isbn.transitions.derivation import Derivation
 
+from .test_oracle import random_projective_tree
 from .test_reranker import reranked_pipeline
 
 
@@ -21,6 +25,44 @@ def test_decisions_go_to_the_word_they_attach_or_generate():
     act, gen = ArcEagerMoves.decision_words(numpy.array(actions), 3)
     assert act.tolist() == [-1, 1, 1, 2, 2, 3, 3]
     assert gen.tolist() == [1, 2, -1, 3, -1, -1, 3]  # the last shift generates END: word 3
+
+
+def stack_decision_words(action, n_words):
+    """The decisions' words by walking the stack, one state at a time."""
+    act, gen, stack, front = [-1] * len(action), [-1] * len(action), [0], 1
+    gen[0] = 1
+    for t, a in enumerate(action[1:], start=1):
+        if a in (1, 3):  # LEFT, REDUCE pop the top
+            act[t] = stack.pop()
+        elif a in (0, 2):  # SHIFT, RIGHT: the front
+            act[t] = front
+            if a == 0:
+                stack.append(front)
+                front += 1
+                gen[t] = min(front, n_words)
+    return act, gen
+
+
+def test_the_trees_of_a_k_best_list_are_derived_together_as_one_by_one(pipeline):
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp("dogs chase big cats and the dog barks at them")
+    inputs = reranker._inputs(reranker._records(doc))
+    rng = numpy.random.default_rng(0)
+    golds = [(list(random_projective_tree(len(doc), rng, False)), [0] + [1] * len(doc))
+             for _ in range(12)]
+    together = reranker.moves.derivations(inputs, golds, reranker.end_tag)
+    actions = numpy.full((len(golds), max(d.n_states for d in together)), -1, dtype="int32")
+    for row, gold, d in zip(actions, golds, together):
+        alone = reranker.moves.derivation(inputs, gold, reranker.end_tag)
+        for field in fields(Derivation):
+            assert numpy.array_equal(getattr(d, field.name), getattr(alone, field.name))
+        row[: d.n_states] = d.action
+    act, gen = ArcEagerMoves.decision_words(actions, len(doc))
+    for b, d in enumerate(together):
+        assert (act[b, : d.n_states].tolist(), gen[b, : d.n_states].tolist()) == \
+            stack_decision_words(d.action.tolist(), len(doc))
+        assert (act[b, d.n_states:] == -1).all() and (gen[b, d.n_states:] == -1).all()
 
 
 def test_forced_score_is_the_training_loss_and_its_parts_add_up(pipeline):

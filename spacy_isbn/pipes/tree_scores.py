@@ -97,28 +97,25 @@ class ForcedDerivations:
                 read[id(doc)] = words, pipe._inputs(pipe._records(words.token_list()))
         all_words = [read[id(doc)][0] for doc, _ in items]
         vectors = None if generative else pipe.token_vectors([doc for doc, _ in items], all_words)
+        derived = self._derivations(items, all_words, {d: inputs for d, (_, inputs) in read.items()},
+                                    out)
         pieces: List[_Piece] = []
         for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
-            inputs = read[id(doc)][1]
-            chain: List[Tuple[int, int, int, Derivation]] = []
+            chain: List[Tuple[int, int, int, Derivation, Tuple]] = []
             for k, sent in enumerate(sents):
-                start, end, heads, labels = words.word_tree(*sent)
-                if start == end:
-                    out[i][k] = SentenceScore(0.0, numpy.zeros(sent[1] - sent[0]), "")
+                if (i, k) not in derived:
+                    if out[i][k].reason:  # -inf breaks the chain
+                        pieces.extend(self._pieces(chain))
+                        chain = []
                     continue
-                deriv, reason = self._forced_derivation(inputs.span(start, end), start, heads,
-                                                        labels)
-                if deriv is None:
-                    out[i][k] = SentenceScore(-numpy.inf, numpy.zeros(sent[1] - sent[0]), reason)
-                    pieces.extend(self._pieces(chain))
-                    chain = []
-                    continue
+                deriv, words_of = derived[i, k]
                 if not generative:  # given the words, each sentence on its own
                     base = int(vectors[1][i]) // len(pipe.core.attrs["vector_columns"])
+                    start = words.word_tree(*sent)[0]
                     deriv = place_tokens(deriv, base + start, base + len(words))
-                    pieces.extend(self._pieces([(i, k, end - start, deriv)]))
+                    pieces.extend(self._pieces([(i, k, deriv.n_words, deriv, words_of)]))
                     continue
-                chain.append((i, k, end - start, deriv))
+                chain.append((i, k, deriv.n_words, deriv, words_of))
             pieces.extend(self._pieces(chain))
         parts: Dict[Tuple[int, int], numpy.ndarray] = {}
         of = {id(p.deriv): p for p in pieces}
@@ -163,38 +160,72 @@ class ForcedDerivations:
             out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
         return out
 
-    def _forced_derivation(self, inputs: SegmentInputs, start: int, heads: List[int],
-                           labels: List[str]) -> Tuple[Optional[Derivation], str]:
-        """A sentence's derivation (words ``start``.. with absolute word
-        heads), or None and why the model cannot derive it."""
-        n, pipe = inputs.n, self.pipe
+    def _derivations(self, items: List[Trees], all_words: List[DocWords],
+                     inputs: Dict[int, SegmentInputs], out: List[List[Optional[SentenceScore]]]
+                     ) -> Dict[Tuple[int, int], Tuple[Derivation, Tuple]]:
+        """Per item and sentence with words its derivation and the words its
+        decisions are about (:meth:`decision_words`); the others' scores go to
+        ``out`` (0 without words, -inf with why the model cannot derive it).
+        The trees of the same words (a k-best list) are derived together."""
+        pipe = self.pipe
+        root_label, label_ids = pipe._root_label, pipe.lexicon.label_ids
+        same_words: Dict[Tuple[int, int, int], List[Tuple[int, int, Tuple]]] = {}
+        for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
+            for k, sent in enumerate(sents):
+                start, end, heads, labels = words.word_tree(*sent)
+                gold, reason = self._oracle(start, end, heads, labels, root_label, label_ids)
+                if gold is None:
+                    lp = 0.0 if start == end else -numpy.inf
+                    out[i][k] = SentenceScore(lp, numpy.zeros(sent[1] - sent[0]), reason)
+                else:
+                    same_words.setdefault((id(doc), start, end), []).append((i, k, gold))
+        derived = {}
+        for (doc_id, start, end), trees in same_words.items():
+            derivs = pipe.moves.derivations(inputs[doc_id].span(start, end),
+                                            [gold for *_, gold in trees], pipe.end_tag,
+                                            pipe.cfg["multiroot"])
+            actions = numpy.full((len(derivs), max(d.n_states for d in derivs)), -1, dtype="int32")
+            for row, d in zip(actions, derivs):
+                row[: d.n_states] = d.action
+            act, gen = pipe.moves.decision_words(actions, end - start)
+            for b, ((i, k, _), d) in enumerate(zip(trees, derivs)):
+                derived[i, k] = d, (act[b, : d.n_states], gen[b, : d.n_states])
+        return derived
+
+    def _oracle(self, start: int, end: int, heads: List[int], labels: List[str],
+                root_label: str, label_ids: Dict[str, int]) -> Tuple[Optional[Tuple], str]:
+        """A sentence's tree (words ``start``.. with absolute word heads) as
+        its derivation reads it (1-based heads, label ids), or None and why
+        the model cannot derive it ("" if it has no words)."""
+        n = end - start
+        if n == 0:
+            return None, ""
         local = [h - start for h in heads]
         if not all(0 <= h < n for h in local):
             return None, "a word is headed outside its sentence or by whitespace"
         # a root arc spelled UD's way or spaCy's is the model's root arc
-        oracle = pipe._oracle_tree(local, model_labels(local, labels, pipe._root_label))
+        oracle = self.pipe._oracle_tree(local, model_labels(local, labels, root_label))
         if oracle is None:
             return None, "more than one root (the model allows one: multiroot = false)"
-        label_ids = [pipe.lexicon.label_ids.get(x, -1) for x in oracle[1]]
-        if min(label_ids) < 0:
-            unseen = sorted({x for x, i in zip(oracle[1], label_ids) if i < 0})
+        ids = [label_ids.get(x, -1) for x in oracle[1]]
+        if min(ids) < 0:
+            unseen = sorted({x for x, i in zip(oracle[1], ids) if i < 0})
             return None, f"label never seen in training: {', '.join(unseen)}"
-        return pipe.moves.derivation(inputs, (oracle[0], [0] + label_ids),
-                                     pipe.end_tag, pipe.cfg["multiroot"]), ""
+        return (oracle[0], [0] + ids), ""
 
-    def _pieces(self, chain: List[Tuple[int, int, int, Derivation]]) -> List[_Piece]:
-        """A chain of consecutive sentences' derivations as one forward row
-        (none if empty), each head's decisions numbered by word along it."""
+    def _pieces(self, chain: List[Tuple[int, int, int, Derivation, Tuple]]) -> List[_Piece]:
+        """A chain of consecutive sentences' derivations (with the words
+        their decisions are about) as one forward row (none if empty), each
+        head's decisions numbered by word along it."""
         if not chain:
             return []
         groups: Dict[str, List[numpy.ndarray]] = {key: [] for key in HEADS}
         base = 0
-        for _, _, n, deriv in chain:
-            act, gen = self.pipe.moves.decision_words(deriv.action, n)
+        for _, _, n, _, (act, gen) in chain:
             for key in HEADS:
                 word = act if key in ACTION_HEADS else gen
                 groups[key].append(base + numpy.maximum(word, 1) - 1)
             base += n
         deriv = chain_derivations([c[3] for c in chain], self.pipe.moves.spec.sentence_link)
         return [_Piece(deriv, {key: numpy.concatenate(g) for key, g in groups.items()},
-                       [(i, k, n) for i, k, n, _ in chain])]
+                       [(i, k, n) for i, k, n, _, _ in chain])]

@@ -530,17 +530,29 @@ cdef class ArcEagerStates(StatesArena):
             _costs(self._get(handles[i]), &gold_heads[gold_start[i]], n_words[i],
                    self.multiroot, &out[i, 0])
 
-    def derive(self, long handle, const int[:] gold_heads, const int[:] gold_labels,
-               const int[:, ::1] words, int[:, ::1] src, int[:, ::1] feats,
-               unsigned char[:, ::1] masks, int[:] actions, int[:] labels, int[:] label_kinds,
-               unsigned char[:] end_legal):
-        """Walk the static oracle from a started configuration to the end of
-        its sentence (``words``: its word rows; ``gold_heads[i]``: head of
-        word i, 0 = root, index 0 unused): step t registers latent state t and
-        fills row t of the arrays (sources, features, Phi, the action, its
-        label and label kind, END legality before a Shift).  Returns the
-        number of rows used (state 0 included); raises ValueError if the tree
-        cannot be derived (non-projective, or roots the setting forbids)."""
+    def derive(self, const long[:] handles, const int[:, ::1] gold_heads,
+               const int[:, ::1] gold_labels, const int[:, ::1] words, int[:, :, ::1] src,
+               int[:, :, ::1] feats, unsigned char[:, :, ::1] masks, int[:, ::1] actions,
+               int[:, ::1] labels, int[:, ::1] label_kinds, unsigned char[:, ::1] end_legal):
+        """Walk the static oracle from started configurations ``handles[k]``
+        to the end of their sentence (``words``: its word rows; ``gold_heads[k,
+        i]``: head of word i in tree k, 0 = root, index 0 unused): step t
+        registers latent state t and fills row t of tree k's arrays (sources,
+        features, Phi, the action, its label and label kind, END legality
+        before a Shift).  Returns per tree the rows used (state 0 included);
+        a tree it cannot derive (non-projective, roots forbidden): ValueError."""
+        cdef Py_ssize_t k
+        cdef int[:] out = numpy.zeros(handles.shape[0], dtype="int32")
+        for k in range(handles.shape[0]):
+            out[k] = self._derive(handles[k], gold_heads[k], gold_labels[k], words, src[k],
+                                  feats[k], masks[k], actions[k], labels[k], label_kinds[k],
+                                  end_legal[k])
+        return numpy.asarray(out)
+
+    cdef int _derive(self, long handle, const int[:] gold_heads, const int[:] gold_labels,
+                     const int[:, ::1] words, int[:, ::1] src, int[:, ::1] feats,
+                     unsigned char[:, ::1] masks, int[:] actions, int[:] labels,
+                     int[:] label_kinds, unsigned char[:] end_legal) except -1:
         cdef StateC* st = self._get(handle)
         cdef StateC* bigger
         cdef int n = words.shape[0]

@@ -13,7 +13,7 @@ import numpy
 
 from ._arc_eager import ArcEagerStates
 from ._arena import WORD_ROW_WIDTH
-from .derivation import Derivation, derivation_of, step_arrays
+from .derivation import Derivation, derivations_of, step_arrays
 from .inputs import SegmentInputs
 from .lexicon import Lexicon
 from .system import Moves, TransitionSpec
@@ -132,23 +132,29 @@ class ArcEagerMoves(Moves):
     def derivation(self, inputs: SegmentInputs, gold: Tuple[Sequence[int], Sequence[int]],
                    end_tag: int, multiroot: bool = False) -> Derivation:
         """The oracle derivation of ``gold`` = (heads, labels), 1-based with
-        index 0 unused, projective.  The oracle walks one compiled
-        configuration (:meth:`ArcEagerStates.derive`), reading each step's
+        index 0 unused, projective (:meth:`derivations`)."""
+        return self.derivations(inputs, [gold], end_tag, multiroot)[0]
+
+    def derivations(self, inputs: SegmentInputs, golds: Sequence[Tuple[Sequence[int], Sequence[int]]],
+                    end_tag: int, multiroot: bool = False) -> List[Derivation]:
+        """The oracle derivations of trees of the same words, ``golds`` as
+        :meth:`derivation`'s, in one call: the oracle walks compiled
+        configurations (:meth:`ArcEagerStates.derive`), reading each step's
         sources, features and Phi as the search does."""
-        gold_heads, gold_labels = gold
-        states = self.states(multiroot)
-        a = step_arrays(4 * inputs.n + 5, self.width, N_RELATIONS, N_ACTIONS)
+        K, states = len(golds), self.states(multiroot)
+        a = step_arrays(4 * inputs.n + 5, self.width, N_RELATIONS, N_ACTIONS, K)
         # state 0: the initial decision generates word 1 from an empty history
-        a["feats"][0, 0] = 0
-        handle = states.start(numpy.zeros(1, "int32"), inputs.rows[:1])
+        a["feats"][:, 0, 0] = 0
+        heads = numpy.array([list(h) + [-1] for h, _ in golds], dtype="int32")
+        labels = numpy.array([list(lab) + [-1] for _, lab in golds], dtype="int32")
+        handles = states.start(numpy.zeros(K, "int32"), numpy.repeat(inputs.rows[:1], K, axis=0))
         try:
-            T = states.derive(handle[0], numpy.asarray(list(gold_heads) + [-1], dtype="int32"),
-                              numpy.asarray(list(gold_labels) + [-1], dtype="int32"), inputs.rows,
-                              a["src"], a["feats"], a["masks"], a["action"], a["label"],
-                              a["label_kind"], a["end_legal"])
+            lengths = states.derive(handles, heads, labels, inputs.rows, a["src"], a["feats"],
+                                    a["masks"], a["action"], a["label"], a["label_kind"],
+                                    a["end_legal"])
         finally:
-            states.release(handle)
-        return derivation_of(a, T, inputs, SHIFT, end_tag)
+            states.release(handles)
+        return derivations_of(a, lengths, inputs, SHIFT, end_tag)
 
     def costs(self, states: ArcEagerStates, handles, gold_heads, gold_start, n_words
               ) -> numpy.ndarray:
@@ -169,23 +175,27 @@ class ArcEagerMoves(Moves):
         that add up to it: (per state, the word its action and label decide
         on, -1 at state 0: LEFT and REDUCE the top they pop, RIGHT and SHIFT
         the front, i.e. every arc goes to its dependent; per state, the word
-        it generates, the end of the sentence going to the last word)."""
-        act = numpy.full(len(action), -1, dtype="int64")
-        gen = numpy.full(len(action), -1, dtype="int64")
-        gen[0] = 1
-        stack, front = [0], 1
-        for t in range(1, len(action)):
-            a = action[t]
-            if a == LEFT or a == REDUCE:
-                act[t] = stack.pop()
-            elif a == RIGHT:
-                act[t] = front
-            elif a == SHIFT:
-                act[t] = front
-                stack.append(front)
-                front += 1
-                gen[t] = min(front, n_words)
-        return act, gen
+        it generates, the end of the sentence going to the last word).
+        ``action``: one derivation's (T,), or (K, T) of K derivations of the
+        sentence padded with -1 (-1 there in both)."""
+        action = numpy.asarray(action)
+        acts = action.reshape(-1, action.shape[-1])
+        shift = acts == SHIFT
+        pop = (acts == LEFT) | (acts == REDUCE)
+        front = numpy.cumsum(shift, axis=1, dtype="int64") - shift + 1  # before the step
+        act = numpy.where(shift | (acts == RIGHT), front, -1)
+        # a pop takes the word of the last Shift (push) at its stack depth: at
+        # one depth pushes and pops alternate, so sorted by (derivation,
+        # depth, step) each pop comes right after its push
+        depth = numpy.cumsum(shift, axis=1, dtype="int64") - numpy.cumsum(pop, axis=1)
+        k, t = numpy.nonzero(shift | pop)
+        order = numpy.lexsort((t, depth[k, t] + pop[k, t], k))
+        k, t = k[order], t[order]
+        popped = numpy.flatnonzero(pop[k, t])
+        act[k[popped], t[popped]] = front[k[popped - 1], t[popped - 1]]
+        gen = numpy.where(shift, numpy.minimum(front + 1, n_words), -1)
+        gen[:, 0] = 1
+        return act.reshape(action.shape), gen.reshape(action.shape)
 
     @staticmethod
     def sentence(states: ArcEagerStates, handle: int, n_words: int) -> dict:

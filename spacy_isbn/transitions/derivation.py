@@ -40,33 +40,49 @@ class Derivation:
         return self.feats.shape[0]
 
 
-def step_arrays(T: int, width: int, n_relations: int, n_actions: int) -> dict:
-    """Room for a derivation of up to T states: what the configurations and
-    the oracle fill in per state (-1 / 0: none)."""
-    return {"feats": numpy.full((T, width), -1, dtype="int32"),
-            "src": numpy.full((T, n_relations), -1, dtype="int32"),
-            "action": numpy.full((T,), -1, dtype="int32"),
-            "masks": numpy.zeros((T, n_actions), dtype="uint8"),
-            "label": numpy.full((T,), -1, dtype="int32"),
-            "label_kind": numpy.zeros((T,), dtype="int32"),
-            "end_legal": numpy.zeros((T,), dtype="uint8")}
+def step_arrays(T: int, width: int, n_relations: int, n_actions: int,
+                k: Optional[int] = None) -> dict:
+    """Room for a derivation of up to T states (``k``: for k of them, a
+    leading axis of k): what the configurations and the oracle fill in per
+    state (-1 / 0: none)."""
+    lead = () if k is None else (k,)
+    return {"feats": numpy.full(lead + (T, width), -1, dtype="int32"),
+            "src": numpy.full(lead + (T, n_relations), -1, dtype="int32"),
+            "action": numpy.full(lead + (T,), -1, dtype="int32"),
+            "masks": numpy.zeros(lead + (T, n_actions), dtype="uint8"),
+            "label": numpy.full(lead + (T,), -1, dtype="int32"),
+            "label_kind": numpy.zeros(lead + (T,), dtype="int32"),
+            "end_legal": numpy.zeros(lead + (T,), dtype="uint8")}
+
+
+def derivations_of(a: dict, lengths, sent: SegmentInputs, word_action: int, end_tag: int
+                   ) -> List[Derivation]:
+    """Derivation k: the first ``lengths[k]`` states of row k of arrays ``a``
+    (:func:`step_arrays` of k), all of the words ``sent``, with what each state
+    generates: state 0 the first word, each word action the next word, the
+    last one END."""
+    action = a["action"]
+    K, T = action.shape
+    # a derivation has a word action per word: the last generates END
+    steps = numpy.zeros((K, sent.n + 1), dtype="int64")
+    steps[:, 1:] = numpy.nonzero(action == word_action)[1].reshape(K, sent.n)
+    rows = numpy.arange(K)
+    gen = {}
+    for name in ("gen_tag", "gen_bundle", "gen_form"):
+        gen[name] = numpy.full((K, T), -1, dtype="int32")
+        gen[name][rows[:, None], steps[:, :-1]] = getattr(sent, name)
+    gen["gen_tag"][rows, steps[:, -1]] = end_tag
+    masks, end_legal = a["masks"].astype(bool), a["end_legal"].astype(bool)
+    return [Derivation(a["feats"][k, :t], a["src"][k, :t], action[k, :t], masks[k, :t],
+                       a["label"][k, :t], a["label_kind"][k, :t], gen["gen_tag"][k, :t],
+                       end_legal[k, :t], gen["gen_bundle"][k, :t], gen["gen_form"][k, :t], sent.n)
+            for k, t in enumerate(int(t) for t in lengths)]
 
 
 def derivation_of(a: dict, T: int, sent: SegmentInputs, word_action: int, end_tag: int) -> Derivation:
-    """The first T states of arrays ``a``, with what each state generates:
-    state 0 the first word, each word action the next word, the last one END."""
-    action = a["action"][:T]
-    gen_tag = numpy.full((T,), -1, dtype="int32")
-    gen_bundle = numpy.full((T,), -1, dtype="int32")
-    gen_form = numpy.full((T,), -1, dtype="int32")
-    steps = numpy.concatenate([[0], numpy.flatnonzero(action == word_action)])
-    gen_tag[steps[:-1]] = sent.gen_tag
-    gen_bundle[steps[:-1]] = sent.gen_bundle
-    gen_form[steps[:-1]] = sent.gen_form
-    gen_tag[steps[-1]] = end_tag
-    return Derivation(a["feats"][:T], a["src"][:T], action, a["masks"][:T].astype(bool),
-                      a["label"][:T], a["label_kind"][:T], gen_tag,
-                      a["end_legal"][:T].astype(bool), gen_bundle, gen_form, sent.n)
+    """The first T states of one derivation's arrays ``a`` (:func:`derivations_of`)."""
+    return derivations_of({key: v[None] for key, v in a.items()}, [T], sent, word_action,
+                          end_tag)[0]
 
 
 def place_tokens(deriv: Derivation, first_token: int, doc_end: int) -> Derivation:

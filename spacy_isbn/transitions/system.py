@@ -54,6 +54,8 @@ class TransitionSystem(Protocol):
 
     def derivation(self, inputs, gold, end_tag: int, multiroot: bool = False): ...
 
+    def derivations(self, inputs, golds, end_tag: int, multiroot: bool = False) -> list: ...
+
     def sentence(self, states, handle: int, n_words: int) -> dict: ...
 
     def costs(self, states, handles, gold_heads, gold_start, n_words): ...
@@ -88,6 +90,10 @@ class Moves:
 
     def new_states(self, multiroot: bool = False):
         raise NotImplementedError
+
+    def derivations(self, inputs, golds, end_tag: int, multiroot: bool = False) -> list:
+        """The oracle derivations of several trees ``golds`` of the same words."""
+        return [self.derivation(inputs, gold, end_tag, multiroot) for gold in golds]
 
     def costs(self, states, handles, gold_heads, gold_start, n_words) -> Optional[numpy.ndarray]:
         """The dynamic oracle's costs: none unless the system has one (the

@@ -157,6 +157,30 @@ def test_reranker_is_its_own_pipe(pipeline, tmp_path):
     assert after._.isbn_logprob == before._.isbn_logprob
 
 
+def test_multiroot_sentence_is_scored_and_written_as_the_parser_found_it(pipeline):
+    """CoNLL-X treebanks (DDT) have sentences with several roots: in multi-root
+    mode the reranker scores such a sentence as one derivation and reports
+    it as the parser's one sentence, not one sentence per root."""
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        doc = nlp("the dog barks . cats sleep .")
+    assert [(s, e) for s, e, _ in doc._.isbn_sentences] == [(0, 4), (4, 7)]
+    start, end, analyses = doc._.isbn_kbest[0]
+    cond_lp = analyses[0][0]
+    # "the dog barks" and "." as two roots of one sentence
+    doc._.isbn_kbest[0] = [start, end, [[cond_lp, [1, 2, 2, 3], ["det", "nsubj", "root", "root"]]]]
+    reranker.cfg["multiroot"] = True
+    try:
+        reranker(doc)
+    finally:
+        reranker.cfg["multiroot"] = False
+    assert [(s, e) for s, e, _ in doc._.isbn_sentences] == [(0, 4), (4, 7)]
+    assert numpy.isfinite(doc._.isbn_sentences[0][2])
+    assert [t.head.i for t in doc[:4]] == [1, 2, 2, 3]
+    assert doc._.isbn_logprob == pytest.approx(sum(lp for _, _, lp in doc._.isbn_sentences))
+
+
 def test_reranker_without_candidates_says_what_is_missing(pipeline):
     nlp, _ = pipeline
     reranker = nlp.get_pipe("isbn_reranker")

@@ -245,13 +245,20 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
         token's part (:mod:`.tree_scores`).  Generative: log P(trees,
         words); conditional: log P(trees | words)."""
         docs = list(docs)
-        for doc, sents in zip(docs, self._scores_set_on(docs)):
-            doc._.isbn_logprob = float(sum(s.logprob for _, _, s in sents))
-            doc._.isbn_sentences = [[start, end, s.logprob] for start, end, s in sents]
-            for start, end, s in sents:
+        self.write_scores(self.forced_derivations.trees_set_on(docs))
+        return docs
+
+    def write_scores(self, items) -> None:
+        """Score the sentences of ``items`` (a doc and its trees, as
+        :meth:`ForcedDerivations.score` reads them) and write the scores as
+        :meth:`score_trees` does, one sentence per tree given."""
+        for (doc, sents), scores in zip(items, self.forced_derivations.score(items)):
+            doc._.isbn_logprob = float(sum(s.logprob for s in scores))
+            doc._.isbn_sentences = [[start, end, s.logprob]
+                                    for (start, end, _, _), s in zip(sents, scores)]
+            for (start, end, _, _), s in zip(sents, scores):
                 for tok, part in zip(doc[start:end], s.parts):
                     tok._.isbn_arc_logprob = float(part)
-        return docs
 
     def _scores_set_on(self, docs: List[Doc]) -> List[List[Tuple[int, int, SentenceScore]]]:
         """Per doc, (start, end, score) of each sentence of the trees set on it."""

@@ -136,11 +136,10 @@ class ISBNReranker(DependencyPipe):
                     "(doc._.isbn_kbest), but this Doc has none: put a conditional isbn_parser "
                     "with sentence_kbest = true before it")
             self._require_tags(doc)
+            found = parser_sentences(doc)
             for start, end, analyses in kbest or ():
                 for cond_lp, heads, labels in analyses:
-                    spans = sentence_spans_from_heads([h - start for h in heads])
-                    items.append((doc, [(start + s, start + e, heads[s:e], labels[s:e])
-                                        for s, e in spans]))
+                    items.append((doc, sentence_trees(start, end, heads, labels, found)))
         scores = self.forced_derivations.score(items)
         out, i = [], 0
         for doc in docs:
@@ -187,19 +186,21 @@ class ISBNReranker(DependencyPipe):
         generative scores (the doc's sentences chained; per token too:
         :meth:`score_trees`) and the arc probabilities the candidates give
         (:meth:`write_confidence`)."""
-        docs = list(docs)
+        docs, items = list(docs), []
         for doc, cands in zip(docs, candidates):
             if not cands.entries:
                 continue
             heads = numpy.arange(len(doc), dtype="int64")
             deps = [""] * len(doc)
-            kbest, words_lp = [], 0.0
+            kbest, words_lp, chosen = [], 0.0, []
+            found = parser_sentences(doc)
             for (start, end, cand_heads, cand_labels, feats), order in zip(
                     cands.entries, cands.choose(weights)):
                 gen = feats[:, 1]
                 best = int(order[0])
                 heads[start:end] = cand_heads[best]
                 deps[start:end] = cand_labels[best]
+                chosen += sentence_trees(start, end, cand_heads[best], cand_labels[best], found)
                 kbest.append([start, end, [[float(gen[k]), cand_heads[k], cand_labels[k]]
                                            for k in order]])
                 finite = gen[numpy.isfinite(gen)]
@@ -209,10 +210,27 @@ class ISBNReranker(DependencyPipe):
             write_trees(doc, heads, deps)
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
+            items.append((doc, chosen))
         self.write_confidence(docs, candidates, weights)
         # scored again, chained: a sentence's score hangs on the tree before it, a candidate's did not
-        for doc in self.score_trees([doc for doc, cands in zip(docs, candidates) if cands.entries]):
+        self.write_scores(items)
+        for doc, _ in items:
             # log P(returned trees, words) plus each sentence's candidates' mass
             # relative to its returned tree (scored as separate sentences): a
             # lower bound on log P(words), never below isbn_logprob
             doc._.isbn_words_logprob += doc._.isbn_logprob
+
+
+def parser_sentences(doc: Doc) -> set:
+    """The sentences the parser in front found, as (start, end)."""
+    return {(int(start), int(end)) for start, end, *_ in doc._.isbn_sentences or ()}
+
+
+def sentence_trees(start: int, end: int, heads: List[int], labels: List[str], found: set) -> list:
+    """A k-best entry's tree as the sentences to score, (start, end, heads,
+    labels): the parser's sentence itself where it found one there (in
+    multi-root mode it may have several roots), else split at its roots."""
+    if (start, end) in found:
+        return [(start, end, heads, labels)]
+    return [(start + s, start + e, heads[s:e], labels[s:e])
+            for s, e in sentence_spans_from_heads([h - start for h in heads])]

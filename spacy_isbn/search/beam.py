@@ -135,18 +135,23 @@ class BeamSearch:
                              & (word_lp + end_lp > floor))[0]
         out["first"] = Candidates.empty()
         if len(rows):
-            # the END step's means are the next sentence's first linked state
-            context = H[rows]
-            if step.meanfield:
-                context = step.means(after(
-                    numpy.full(len(rows), word), rows, a_word[rows],
-                    tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
-            src = numpy.full((len(rows), spec.n_relations), -1, dtype="int32")
-            if step.generates_words:  # given the words, sentences are independent
+            if step.generates_words:
+                # the END step's means are the next sentence's first linked state
+                context = H[rows]
+                if step.meanfield:
+                    context = step.means(after(
+                        numpy.full(len(rows), word), rows, a_word[rows],
+                        tag=numpy.full(len(rows), self.end_tag), end_legal=end_legal[rows]))
+                src = numpy.full((len(rows), spec.n_relations), -1, dtype="int32")
                 src[:, spec.sentence_link] = numpy.arange(len(rows))
-            eta0 = step.pre_linked(context, src, self.moves.start_features(len(rows)))
-            first = self._first_word(eta0, numpy.arange(len(rows)), req["start_tok"][rows],
-                                     words, pool)
+                eta0 = step.pre_linked(context, src, self.moves.start_features(len(rows)))
+                at = numpy.arange(len(rows))
+            else:
+                # given the words, a sentence's first state reads nothing of the
+                # one before (only the start decision's features): one for all
+                eta0 = step.pre(None, self.moves.start_features(1))
+                at = numpy.zeros(len(rows), "int64")
+            first = self._first_word(eta0, at, req["start_tok"][rows], words, pool)
             first.pos = rows[first.pos]
             out["first"] = first
         return out

@@ -61,6 +61,18 @@ def gather_parents(history: numpy.ndarray, src: numpy.ndarray) -> numpy.ndarray:
     return parents.reshape(N, R * history.shape[1])
 
 
+def add_linked(ops, history: numpy.ndarray, src: numpy.ndarray, W: numpy.ndarray,
+               eta: numpy.ndarray) -> None:
+    """``eta += sum_r W_r mu[src_r]`` one relation at a time over the rows
+    that have its source: about half the slots are empty, and the
+    product is most of a search step's arithmetic."""
+    nH = history.shape[1]
+    for r in range(src.shape[1]):
+        rows = numpy.flatnonzero(src[:, r] >= 0)
+        if len(rows):
+            eta[rows] += gemm(ops, history[src[rows, r]], W[r * nH: (r + 1) * nH])
+
+
 def latent_step(core: Model, table: numpy.ndarray, history: Optional[numpy.ndarray],
                 src: Optional[numpy.ndarray], feats: numpy.ndarray,
                 d_table: Optional[numpy.ndarray] = None
@@ -78,12 +90,15 @@ def latent_step(core: Model, table: numpy.ndarray, history: Optional[numpy.ndarr
     eta = numpy.empty((len(feats), nH), dtype=b.dtype)
     eta[:] = b
     embed_sum(table, feats, eta)
+    linked = core.attrs["latent_edges"] and src is not None and history is not None and len(feats)
+    if d_table is None:
+        if linked:
+            add_linked(ops, history, src, core.get_param("W"), eta)
+        return eta, None
     parents = None
-    if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
+    if linked:
         parents = gather_parents(history, src)
         eta += gemm(ops, parents, core.get_param("W"))
-    if d_table is None:
-        return eta, None
 
     def backprop(d_eta: numpy.ndarray) -> numpy.ndarray:
         d_eta = numpy.ascontiguousarray(d_eta, dtype=b.dtype)

@@ -4,7 +4,7 @@ import numpy
 import pytest
 from thinc.api import Model, NumpyOps
 
-from spacy_isbn.model.step import History, latent_step, means
+from spacy_isbn.model.step import History, Table, embedding_table, latent_step, means
 
 nH, R, N_E, N_VEC = 4, 3, 7, 5
 
@@ -32,7 +32,7 @@ STEPS = [
 
 def _objective(core, vectors, weights):
     numpy.random.seed(0)  # the same dropout mask every time
-    table = numpy.concatenate([core.get_param("E"), vectors])
+    table = Table(core.get_param("E"), vectors)
     history = History(core, table, capacity=2, is_train=True)  # grows as it goes
     for src, feats in STEPS:
         history.step(None if src is None else numpy.array(src, "int32"), numpy.array(feats, "int32"))
@@ -76,7 +76,7 @@ def test_history_gradients_match_finite_differences(latent_edges, dropout):
 def test_a_missing_source_adds_nothing():
     """src -1 reads zeros: the same state as with no links at all."""
     core = _core()
-    table = core.get_param("E")
+    table = embedding_table(core, None)
     history = numpy.random.RandomState(2).normal(0, 1, (3, nH))
     feats = numpy.array([[0, 3]], "int32")
     unlinked = latent_step(core, table, history, numpy.full((1, R), -1, "int32"), feats)[0]

@@ -20,11 +20,14 @@ ctypedef fused real:
     double
 
 
-def embed_sum(const real[:, ::1] table, const int[:, ::1] ids, real[:, ::1] out) -> None:
-    """out[i] += sum of table[ids[i, f]] over the used f."""
+def embed_sum(const real[:, ::1] table, const real[:, ::1] rest, const int[:, ::1] ids,
+              real[:, ::1] out) -> None:
+    """out[i] += sum of the rows ids[i, f] over the used f, of ``table``
+    and then ``rest`` (row ``len(table) + j`` is ``rest[j]``)."""
     cdef Py_ssize_t i, f, k
     cdef int row
-    cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = table.shape[1]
+    cdef int n_table = table.shape[0]
+    cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = out.shape[1]
     cdef const real* src
     cdef real* dst
     with nogil:
@@ -34,16 +37,19 @@ def embed_sum(const real[:, ::1] table, const int[:, ::1] ids, real[:, ::1] out)
                 row = ids[i, f]
                 if row < 0:
                     continue
-                src = &table[row, 0]
+                src = &table[row, 0] if row < n_table else &rest[row - n_table, 0]
                 for k in range(width):
                     dst[k] += src[k]
 
 
-def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] d_table) -> None:
-    """d_table[ids[i, f]] += d_out[i] over the used f: the gradient of :func:`embed_sum`."""
+def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] d_table,
+                  real[:, ::1] d_rest) -> None:
+    """The rows' gradients += d_out[i] over the used ids[i, f]: the gradient
+    of :func:`embed_sum`."""
     cdef Py_ssize_t i, f, k
     cdef int row
-    cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = d_table.shape[1]
+    cdef int n_table = d_table.shape[0]
+    cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = d_out.shape[1]
     cdef const real* src
     cdef real* dst
     with nogil:
@@ -53,7 +59,7 @@ def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] 
                 row = ids[i, f]
                 if row < 0:
                     continue
-                dst = &d_table[row, 0]
+                dst = &d_table[row, 0] if row < n_table else &d_rest[row - n_table, 0]
                 for k in range(width):
                     dst[k] += src[k]
 

@@ -28,7 +28,7 @@ from . import meanfield
 from .batch import DerivationBatch
 from .features import vector_feature_ids
 from .meanfield import Observed
-from .step import (DecisionHead, dropout_mask, embedding_table, flush_table_gradient,
+from .step import (DecisionHead, Table, dropout_mask, embedding_table, flush_table_gradient,
                    latent_step, means, scatter_to_sources)
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
@@ -139,7 +139,7 @@ def project_tokens(model: Model, docs: Sequence[Doc], is_train: bool = False):
     lengths = [len(v) for v in vectors]
     flat = model.ops.flatten(vectors) if docs else model.ops.alloc2f(0, tok2vec.get_dim("nO"))
     projected, bp_projected = projection(flat, is_train)
-    out = model.ops.to_numpy(projected).astype("float32").reshape(-1, nH)
+    out = model.ops.to_numpy(projected).astype("float32", copy=False).reshape(-1, nH)
     A = projected.shape[1] // nH
 
     def backprop(d_out: numpy.ndarray) -> List[Floats2d]:
@@ -358,7 +358,7 @@ def _restrict(groups: List[Observed], position_of_row: numpy.ndarray, k: int,
     return out
 
 
-def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[numpy.ndarray, numpy.ndarray]:
+def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[Table, numpy.ndarray]:
     """The rows the states' features index (the embeddings, then a
     conditional model's token vectors) and the features, (B, T, F) ids of
     that table."""
@@ -421,7 +421,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
     table, feats = forward_inputs(model, batch)
-    d_table = numpy.zeros_like(table) if is_train else None
+    d_table = table.zeros() if is_train else None
     # the means of all states, row b * T + t; a step links to earlier rows
     Hs_flat = numpy.zeros((B * T, nH), dtype=dtype)
     Hs = Hs_flat.reshape(B, T, nH)

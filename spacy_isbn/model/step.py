@@ -17,7 +17,7 @@ scattered back by ``embed_scatter``) rather than thinc's ``ops.gather_add``:
 on the conditional model's shapes (1,000 configurations, 14 ids, 128
 units) ``gather_add`` took 2.5 times as long, and unused ids (-1) would
 need a zero row appended to the table at every step."""
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy
 from thinc.api import Model, NumpyOps
@@ -28,11 +28,28 @@ StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
 NUMPY_OPS = NumpyOps()
 
 
-def embedding_table(core: Model, vectors: Optional[numpy.ndarray]) -> numpy.ndarray:
+class Table(NamedTuple):
     """The rows features index: the embeddings ``E``, then (conditional
-    model) the projected token vectors (see ``vector_feature_ids``)."""
+    model) the projected token vectors (see ``vector_feature_ids``), kept
+    apart: joining them would copy every token's vectors per batch."""
+    E: numpy.ndarray
+    vectors: numpy.ndarray
+
+    @property
+    def dtype(self):
+        return self.E.dtype
+
+    def zeros(self) -> "Table":
+        """A table of zeros of the same shapes, for the gradient."""
+        return Table(numpy.zeros_like(self.E), numpy.zeros_like(self.vectors))
+
+
+def embedding_table(core: Model, vectors: Optional[numpy.ndarray]) -> Table:
+    """The rows a model's features index (no token vectors: none)."""
     E = core.get_param("E")
-    return E if vectors is None else numpy.concatenate([E, vectors.astype(E.dtype)])
+    if vectors is None:
+        return Table(E, E[:0])
+    return Table(E, numpy.ascontiguousarray(vectors, dtype=E.dtype))
 
 
 def gemm(ops, a: numpy.ndarray, b: numpy.ndarray, trans1: bool = False, trans2: bool = False
@@ -73,9 +90,9 @@ def add_linked(ops, history: numpy.ndarray, src: numpy.ndarray, W: numpy.ndarray
             eta[rows] += gemm(ops, history[src[rows, r]], W[r * nH: (r + 1) * nH])
 
 
-def latent_step(core: Model, table: numpy.ndarray, history: Optional[numpy.ndarray],
+def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
                 src: Optional[numpy.ndarray], feats: numpy.ndarray,
-                d_table: Optional[numpy.ndarray] = None
+                d_table: Optional[Table] = None
                 ) -> Tuple[numpy.ndarray, Optional[StepBackprop]]:
     """The pre-activations ``eta`` (N, nH) of N configurations: ``feats``
     (N, F) rows of ``table`` (-1 unused), ``src`` (N, R) rows of ``history``
@@ -89,7 +106,7 @@ def latent_step(core: Model, table: numpy.ndarray, history: Optional[numpy.ndarr
     feats = numpy.ascontiguousarray(feats, dtype="int32")
     eta = numpy.empty((len(feats), nH), dtype=b.dtype)
     eta[:] = b
-    embed_sum(table, feats, eta)
+    embed_sum(table.E, table.vectors, feats, eta)
     linked = core.attrs["latent_edges"] and src is not None and history is not None and len(feats)
     if d_table is None:
         if linked:
@@ -103,7 +120,7 @@ def latent_step(core: Model, table: numpy.ndarray, history: Optional[numpy.ndarr
     def backprop(d_eta: numpy.ndarray) -> numpy.ndarray:
         d_eta = numpy.ascontiguousarray(d_eta, dtype=b.dtype)
         core.inc_grad("b", d_eta.sum(axis=0))
-        embed_scatter(d_eta, feats, d_table)
+        embed_scatter(d_eta, feats, d_table.E, d_table.vectors)
         N, R = len(feats), core.get_dim("nR")
         if parents is None:
             return numpy.zeros((N, R, nH), dtype=b.dtype)
@@ -135,15 +152,14 @@ def scatter_to_sources(d_parents: numpy.ndarray, src: numpy.ndarray, d_means: nu
     ``src`` (N, R) of ``d_means`` (-1: none)."""
     nH = d_means.shape[1]
     embed_scatter(numpy.ascontiguousarray(d_parents.reshape(-1, nH), dtype=d_means.dtype),
-                  numpy.ascontiguousarray(src.reshape(-1, 1), dtype="int32"), d_means)
+                  numpy.ascontiguousarray(src.reshape(-1, 1), dtype="int32"), d_means, d_means[:0])
 
 
-def flush_table_gradient(core: Model, d_table: numpy.ndarray) -> Optional[numpy.ndarray]:
-    """Add E's rows of a table's gradient to the core's; returns the token
-    vectors' rows (None when the table is E alone)."""
-    n_E = core.get_param("E").shape[0]
-    core.inc_grad("E", core.ops.asarray(d_table[:n_E]))
-    return d_table[n_E:] if len(d_table) > n_E else None
+def flush_table_gradient(core: Model, d_table: Table) -> Optional[numpy.ndarray]:
+    """Add E's gradient to the core's; returns the token vectors' (None
+    when the table has none)."""
+    core.inc_grad("E", core.ops.asarray(d_table.E))
+    return d_table.vectors if len(d_table.vectors) else None
 
 
 class History:
@@ -154,14 +170,14 @@ class History:
     it, the steps are walked in reverse, each passing its share to the
     states it linked to."""
 
-    def __init__(self, core: Model, table: numpy.ndarray, capacity: int, is_train: bool):
+    def __init__(self, core: Model, table: Table, capacity: int, is_train: bool):
         self.core, self.table = core, table
         dtype = core.get_param("b").dtype
         self.rows = numpy.zeros((max(1, capacity), core.get_dim("nH")), dtype=dtype)
         self.size = 0
         # per step: its state ids, sources, backprop and the derivative of its means
         self._steps: List[Tuple] = []
-        self.d_table = numpy.zeros(table.shape, dtype=dtype) if is_train else None
+        self.d_table = table.zeros() if is_train else None
 
     def step(self, src: Optional[numpy.ndarray], feats: numpy.ndarray) -> numpy.ndarray:
         """Add the states of N configurations; returns their ids (rows)."""

@@ -287,8 +287,10 @@ class ISBNPipe(SavedParts, TrainablePipe):
         A = len(self.core.attrs["vector_columns"])
         if not pieces:
             return table[:0]
-        return numpy.concatenate([table[doc_rows[d] + start * A: doc_rows[d] + (start + n) * A]
-                                  for d, start, n in pieces])
+        spans = [(doc_rows[d] + start * A, doc_rows[d] + (start + n) * A) for d, start, n in pieces]
+        if all(end == start for (_, end), (start, _) in zip(spans, spans[1:])):
+            return table[spans[0][0]: spans[-1][1]]  # pieces in order, one after the other
+        return numpy.concatenate([table[start:end] for start, end in spans])
 
     # -- the transition system and the model's shape -----------------------------
     @property

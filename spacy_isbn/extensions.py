@@ -13,12 +13,29 @@ from .constituency.spans import SPAN_GETTERS, TOKEN_GETTERS
 
 DOC_ATTRIBUTES = (
     "isbn_logprob", "isbn_words_logprob", "isbn_sentences", "isbn_kbest",  # ISBN parsers
+    "isbn_arc_probs", "isbn_arc_logprobs",  # per token, read by the token getters below
     "isbn_surprisals", "isbn_eos_surprisals",  # isbn_surprisal
     "_constituent_data",  # isbn_constituency's trees, benepar's name
     "dbn_logprob", "dbn_kbest",  # dbn_parser
 )
-# per word, the probability of its head and of its head and label (see .pipes.arc_confidence)
-TOKEN_ATTRIBUTES = ("isbn_head_prob", "isbn_dep_prob")
+
+
+def _per_token(attr: str, column: Optional[int] = None):
+    def get(token: Token) -> Optional[float]:
+        """The token's value of ``doc._.{attr}`` (one row per token, written
+        by the pipe at once), None where there is none."""
+        rows = token.doc._.get(attr)
+        value = None if rows is None else rows[token.i]
+        return value if column is None or value is None else value[column]
+    get.__doc__ = get.__doc__.format(attr=attr)
+    return get
+
+
+# per word, the probability of its head and of its head and label (see
+# .pipes.arc_confidence), and its part of its sentence's log-prob (pipes/tree_scores.py)
+TOKEN_VALUES = {"isbn_head_prob": _per_token("isbn_arc_probs", 0),
+                "isbn_dep_prob": _per_token("isbn_arc_probs", 1),
+                "isbn_arc_logprob": _per_token("isbn_arc_logprobs")}
 
 
 def sentence_logprob(span: Span) -> Optional[float]:
@@ -58,12 +75,10 @@ def register_extensions() -> None:
     """Register every attribute; idempotent: one already registered as here is
     left alone, one registered otherwise (e.g. by benepar) is replaced."""
     wanted = [(Doc, name, {"default": None}) for name in DOC_ATTRIBUTES]
-    wanted += [(Token, name, {"default": None}) for name in TOKEN_ATTRIBUTES]
+    wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_VALUES.items()]
     wanted.append((Span, "isbn_logprob", {"getter": sentence_logprob}))
     wanted.append((Span, "isbn_eos_surprisal", {"getter": eos_surprisal}))
     wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_SURPRISALS.items()]
-    # a token's part of its sentence's log-prob (its arc's decisions: pipes/tree_scores.py)
-    wanted.append((Token, "isbn_arc_logprob", {"default": None}))
     wanted += [(Span, name, {"getter": getter}) for name, getter in SPAN_GETTERS.items()]
     wanted += [(Token, name, {"getter": getter}) for name, getter in TOKEN_GETTERS.items()]
     for cls, name, kwargs in wanted:

@@ -61,10 +61,11 @@ def arc_marginals(scores: Sequence[float], heads: Sequence[Sequence[int]],
 
 def write_arc_probs(doc: Doc, spans: List[Tuple[int, int, numpy.ndarray, numpy.ndarray]]) -> None:
     """Set the tokens' head and dep probabilities of each span (start, end,
-    head probs, dep probs, one per token); whitespace tokens get None."""
-    is_word = DocWords(doc).is_word
+    head probs, dep probs, one per token) at once, as ``doc._.isbn_arc_probs``;
+    whitespace tokens get None."""
+    probs = numpy.full((len(doc), 2), None, dtype=object)
     for start, end, head_probs, dep_probs in spans:
-        for i, head_p, dep_p in zip(range(start, end), head_probs.tolist(), dep_probs.tolist()):
-            word = bool(is_word[i])
-            doc[i]._.isbn_head_prob = head_p if word else None
-            doc[i]._.isbn_dep_prob = dep_p if word else None
+        probs[start:end, 0] = head_probs.tolist()
+        probs[start:end, 1] = dep_probs.tolist()
+    probs[~DocWords(doc).is_word.astype(bool)] = None
+    doc._.isbn_arc_probs = [None if head is None else [head, dep] for head, dep in probs.tolist()]

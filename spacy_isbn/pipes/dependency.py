@@ -256,9 +256,10 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
             doc._.isbn_logprob = float(sum(s.logprob for s in scores))
             doc._.isbn_sentences = [[start, end, s.logprob]
                                     for (start, end, _, _), s in zip(sents, scores)]
+            parts = numpy.full(len(doc), None, dtype=object)
             for (start, end, _, _), s in zip(sents, scores):
-                for tok, part in zip(doc[start:end], s.parts):
-                    tok._.isbn_arc_logprob = float(part)
+                parts[start: start + len(s.parts)] = numpy.asarray(s.parts, dtype="float64").tolist()
+            doc._.isbn_arc_logprobs = parts.tolist()
 
     def _scores_set_on(self, docs: List[Doc]) -> List[List[Tuple[int, int, SentenceScore]]]:
         """Per doc, (start, end, score) of each sentence of the trees set on it."""

@@ -105,6 +105,34 @@ def test_reported_logprob_is_the_generative_forward_of_the_returned_trees(pipeli
         assert analyses[0][1] == [t.head.i for t in doc[start:end]]
 
 
+def test_candidates_go_on_from_the_chosen_tree_before_them(pipeline):
+    """Each sentence's candidates are scored going on from the end of the
+    tree chosen before them, so the returned trees' scores are the doc's
+    chained forced derivation exactly, with no second scoring."""
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp("the dog barks . dogs chase big cats . cats sleep .")
+    assert len(doc._.isbn_kbest) == 3
+    reported = (doc._.isbn_logprob, list(doc._.isbn_sentences), list(doc._.isbn_arc_logprobs))
+    calls = []
+    score = reranker.forced_derivations.score
+    reranker.forced_derivations.score = lambda *a, **k: calls.append(a) or score(*a, **k)
+    try:
+        again = reranker.score_trees([doc])[0]
+    finally:
+        reranker.forced_derivations.score = score
+    assert len(calls) == 1  # score_trees scores; the pipe itself did not score them again
+    assert (again._.isbn_logprob, again._.isbn_sentences, again._.isbn_arc_logprobs) == reported
+    # under other weights the choice may change: the chosen trees are scored again
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        parsed = nlp("the dog barks . dogs chase big cats . cats sleep .")
+    cands = reranker.predict([parsed])
+    reranker.annotate([parsed], cands, numpy.array([1.0, 0.0, 0.0, 0.0]))
+    reported = (parsed._.isbn_logprob, list(parsed._.isbn_sentences))
+    again = reranker.score_trees([parsed])[0]
+    assert (again._.isbn_logprob, again._.isbn_sentences) == reported
+
+
 def test_weight_zero_keeps_the_conditional_choice(pipeline):
     nlp, _ = pipeline
     reranker = nlp.get_pipe("isbn_reranker")

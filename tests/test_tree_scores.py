@@ -219,3 +219,21 @@ def test_shared_states_score_each_candidate_as_its_own_derivation(pipeline, monk
     monkeypatch.undo()
     assert _same(parser.forced_derivations.score(items), plain[0])
     assert _same(given.score(given.trees_set_on(docs)), plain[1])
+
+
+def test_a_sentence_scored_from_the_end_of_the_one_before_is_the_chained_score(pipeline):
+    """Scoring a doc's sentences one call at a time, each going on from the
+    means the one before it ended with (``contexts``), gives exactly the
+    chained score of the doc (what the reranker's candidates rely on)."""
+    nlp, _ = pipeline
+    given = nlp.get_pipe("isbn_reranker").forced_derivations
+    doc = nlp("the dog barks . dogs chase big cats . cats sleep .")
+    (item,) = given.trees_set_on([doc])
+    chained = given.score([item])[0]
+    assert len(chained) == 3
+    context = numpy.zeros((1, given.pipe.core.get_dim("nH")), dtype="float32")
+    for sent, expected in zip(item[1], chained):
+        (scores,), context = given.score([(doc, [sent])], context)
+        assert scores[0].logprob == expected.logprob
+        assert (scores[0].parts == expected.parts).all()
+    assert context.any()

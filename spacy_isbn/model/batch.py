@@ -7,6 +7,10 @@ import numpy
 
 from ..transitions.derivation import Derivation
 
+# a relation's source (``src``) that is not a step of the derivation but its
+# context, ``DerivationBatch.context``: the end of a sentence scored before
+CONTEXT = -2
+
 
 def word_batches(derivs: Sequence[Derivation], max_words: int,
                  groups: Optional[Sequence[Hashable]] = None
@@ -53,6 +57,8 @@ class DerivationBatch:
     tok_end: Optional[numpy.ndarray] = None
     # the conditional model's projected token vectors (``project_tokens``)
     vectors: Optional[numpy.ndarray] = None
+    # (B, nH): the means a relation whose source is CONTEXT reads, per derivation
+    context: Optional[numpy.ndarray] = None
     # (B, T): the output each state's log-probs add to (default: its
     # derivation's), e.g. one per sentence of a chain; or per decision head
     # (``isbn.HEADS``: a, l, t, b, f) its own (B, T), e.g. one per word

@@ -9,7 +9,9 @@ linked steps) (:func:`state_nodes`), with one node per distinct prefix:
 each node's means are computed once, and each head's softmax once per
 distinct (node, Phi), each decision picking its outcome from it.
 
-The outputs are exactly :func:`.isbn.forward`'s: every product is row-wise
+A derivation may go on from a state scored before (``batch.context``, the
+end of the sentence before it, linked as ``CONTEXT``), whose means are
+given.  The outputs are exactly :func:`.isbn.forward`'s: every product is row-wise
 (``ops.gemm``, :func:`.step.row_products`), as are the feature sums and the
 softmaxes, so a node's numbers are the bits the plain forward gives each
 of its states, and the log-probs are added up in the plain forward's order.
@@ -20,7 +22,7 @@ from typing import Tuple
 import numpy
 from thinc.api import Model
 
-from .batch import DerivationBatch
+from .batch import CONTEXT, DerivationBatch
 from .isbn import (decision_heads, decisions_of, forward, forward_inputs, output_groups,
                    scored_decisions)
 from .step import latent_step, means
@@ -46,7 +48,8 @@ def distinct_rows(key: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
 def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
                 ) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """The trie of a batch's derivations: ``feats`` (B, T, F) ids, ``src``
-    (B, T, R) the steps each state links to (-1 none), ``valid`` (B, T).
+    (B, T, R) the steps each state links to (-1 none; -2 - j: external state
+    j, linked as the history's row n_nodes + j), ``valid`` (B, T).
     Two states of step t are one node where their derivations' steps up to
     t read the same features and link to the same steps (so to the same
     nodes).  Returns per (b, t) its node (-1: padding), per node its first
@@ -68,21 +71,34 @@ def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
     node[order] = numpy.where(valid[order], starts[:-1] + numpy.cumsum(new, axis=0) - 1, -1)
     t, i = numpy.nonzero(new.T)  # the nodes in their numbering's order
     b = order[i]
-    links = numpy.where(src[b, t] >= 0, node[b[:, None], numpy.maximum(src[b, t], 0)], -1)
+    linked = src[b, t]
+    links = numpy.where(linked >= 0, node[b[:, None], numpy.maximum(linked, 0)],
+                        numpy.where(linked <= -2, len(b) - 2 - linked, -1))
     return node, b * T + t, links.astype("int32"), starts
 
 
-def forced_logprobs(model: Model, batch: DerivationBatch) -> numpy.ndarray:
+def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
     """``forward(model, batch, is_train=False)``'s outputs, each distinct
-    state and decision distribution computed once.  Mean field runs the
-    plain forward: there a state's means hang on its own step's decisions."""
+    state and decision distribution computed once; with ``final`` also each
+    derivation's last means (B, nH), the context of a sentence after it.
+    Mean field runs the plain forward: there a state's means hang on its
+    own step's decisions (and it takes no context)."""
     if model.attrs["approximation"] == "meanfield":
+        if final or batch.context is not None:
+            raise ValueError("mean field's forced forward takes no context")
         return forward(model, batch, is_train=False)[0]
     table, feats = forward_inputs(model, batch)
     B, T, F = feats.shape
-    node, first, links, starts = state_nodes(feats, batch.src, batch.valid)
+    src, contexts = batch.src, numpy.zeros((0, model.get_dim("nH")), dtype=table.dtype)
+    if batch.context is not None:
+        # derivations that go on from the same context share its nodes
+        bits = numpy.ascontiguousarray(batch.context, dtype=table.dtype)
+        one, of = distinct_rows(bits.view(f"int{8 * bits.itemsize}").astype("int64"))
+        src, contexts = numpy.where(src == CONTEXT, -2 - of[:, None, None], src), bits[one]
+    node, first, links, starts = state_nodes(feats, src, batch.valid)
     node_feats = feats.reshape(B * T, F)[first]
-    H = numpy.zeros((len(first), model.get_dim("nH")), dtype=table.dtype)
+    H = numpy.zeros((len(first) + len(contexts), model.get_dim("nH")), dtype=table.dtype)
+    H[len(first):] = contexts
     for lo, hi in zip(starts[:-1], starts[1:]):
         H[lo:hi] = means(latent_step(model, table, H, links[lo:hi], node_feats[lo:hi])[0])
     group_of, ll = output_groups(batch, H.dtype)
@@ -94,4 +110,6 @@ def forced_logprobs(model: Model, batch: DerivationBatch) -> numpy.ndarray:
             [rows[:, None], numpy.packbits(mask, axis=1)], axis=1))
         logp = heads[key].logprobs(H[rows[one]], mask[one], rows_lo=rows_lo)
         numpy.add.at(ll, group_of[key][sel], logp[inverse, ob.target])
-    return ll
+    if not final:
+        return ll
+    return ll, H[node[numpy.arange(B), batch.valid.sum(axis=1) - 1]]

@@ -252,12 +252,17 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
         """Score the sentences of ``items`` (a doc and its trees, as
         :meth:`ForcedDerivations.score` reads them) and write the scores as
         :meth:`score_trees` does, one sentence per tree given."""
-        for (doc, sents), scores in zip(items, self.forced_derivations.score(items)):
-            doc._.isbn_logprob = float(sum(s.logprob for s in scores))
+        self.write_sentence_scores(items, self.forced_derivations.score(items))
+
+    @staticmethod
+    def write_sentence_scores(items, scores) -> None:
+        """Write per item (a doc and its trees) its sentences' scores."""
+        for (doc, sents), doc_scores in zip(items, scores):
+            doc._.isbn_logprob = float(sum(s.logprob for s in doc_scores))
             doc._.isbn_sentences = [[start, end, s.logprob]
-                                    for (start, end, _, _), s in zip(sents, scores)]
+                                    for (start, end, _, _), s in zip(sents, doc_scores)]
             parts = numpy.full(len(doc), None, dtype=object)
-            for (start, end, _, _), s in zip(sents, scores):
+            for (start, end, _, _), s in zip(sents, doc_scores):
                 parts[start: start + len(s.parts)] = numpy.asarray(s.parts, dtype="float64").tolist()
             doc._.isbn_arc_logprobs = parts.tolist()
 

@@ -69,13 +69,19 @@ FEATURES = ("conditional", "generative", "structure", "conditional_best")
 
 class ScoredKBest:
     """One doc's k-best lists, scored: per k-best entry (a sentence) its
-    analyses' heads, labels and features (``FEATURES``, one row per analysis)."""
+    analyses' heads, labels and features (``FEATURES``, one row per
+    analysis); ``scores``: per entry, per analysis its sentences' scores;
+    ``chained_under``: the weights that chose the tree each entry's
+    candidates went on from (None: each scored from the doc's start)."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "scores", "chained_under")
 
-    def __init__(self, entries: List[tuple]):
+    def __init__(self, entries: List[tuple], scores: Optional[List[list]] = None,
+                 chained_under: Optional[numpy.ndarray] = None):
         # (start, end, heads, labels, features (analyses, len(FEATURES)))
         self.entries = entries
+        self.scores = scores
+        self.chained_under = chained_under
 
     def choose(self, weights: numpy.ndarray) -> List[numpy.ndarray]:
         """Per entry the candidates ordered by the combined score, best first."""
@@ -125,36 +131,51 @@ class ISBNReranker(DependencyPipe):
 
     def candidates(self, docs: Iterable[Doc]) -> List[ScoredKBest]:
         """Every doc's k-best trees from the parser in front, each scored by
-        the generative model (each sentence on its own)."""
+        the generative model.  The docs' n-th lists are scored together,
+        each candidate going on from the end of the tree chosen before it
+        (under the component's weights), as the model was trained on
+        documents; so the chosen trees' scores are the exact scores of the
+        doc.  Mean field takes no context: each from the doc's start."""
         docs = list(docs)
-        items = []
         for doc in docs:
-            kbest = doc._.isbn_kbest
-            if kbest is None and len(doc):
+            if doc._.isbn_kbest is None and len(doc):
                 raise ValueError(
                     f"{self.name} reranks the k best trees of an isbn_parser in front of it "
                     "(doc._.isbn_kbest), but this Doc has none: put a conditional isbn_parser "
                     "with sentence_kbest = true before it")
             self._require_tags(doc)
-            found = parser_sentences(doc)
-            for start, end, analyses in kbest or ():
-                for cond_lp, heads, labels in analyses:
-                    items.append((doc, sentence_trees(start, end, heads, labels, found)))
-        scores = self.forced_derivations.score(items)
-        out, i = [], 0
-        for doc in docs:
-            entries = []
-            for start, end, analyses in doc._.isbn_kbest or ():
+        chained = self.core.attrs["approximation"] != "meanfield"
+        weights = self.weights
+        found = [parser_sentences(doc) for doc in docs]
+        context = numpy.zeros((len(docs), self.core.get_dim("nH")), dtype="float32")
+        out = [ScoredKBest([], [], weights if chained else None) for _ in docs]
+        read: dict = {}
+        for n in range(max([len(doc._.isbn_kbest or ()) for doc in docs] or [0])):
+            lists = [(d, *doc._.isbn_kbest[n]) for d, doc in enumerate(docs)
+                     if n < len(doc._.isbn_kbest or ())]
+            items, owner = [], []
+            for d, start, end, analyses in lists:
+                for _, heads, labels in analyses:
+                    items.append((docs[d], sentence_trees(start, end, heads, labels, found[d])))
+                    owner.append(d)
+            if chained:
+                scores, ends = self.forced_derivations.score(items, context[owner], read)
+            else:
+                scores = self.forced_derivations.score(items, read=read)
+            i = 0
+            for d, start, end, analyses in lists:
+                mine = scores[i: i + len(analyses)]
                 feats = numpy.zeros((len(analyses), len(FEATURES)))
                 feats[:, 0] = [a[0] for a in analyses]
-                feats[:, 1] = [sum(s.logprob for s in scores[i + k]) for k in range(len(analyses))]
-                feats[:, 2] = [sum(s.structure for s in scores[i + k])
-                               for k in range(len(analyses))]
+                feats[:, 1] = [sum(s.logprob for s in sents) for sents in mine]
+                feats[:, 2] = [sum(s.structure for s in sents) for sents in mine]
                 feats[int(numpy.argmax(feats[:, 0])), 3] = 1.0
-                entries.append((start, end, [a[1] for a in analyses], [a[2] for a in analyses],
-                                feats))
+                out[d].entries.append((start, end, [a[1] for a in analyses],
+                                       [a[2] for a in analyses], feats))
+                out[d].scores.append(mine)
+                if chained:
+                    context[d] = ends[i + int(numpy.argmax(combined(feats, weights)))]
                 i += len(analyses)
-            out.append(ScoredKBest(entries))
         return out
 
     def predict(self, docs: Iterable[Doc]) -> List[ScoredKBest]:
@@ -185,22 +206,24 @@ class ISBNReranker(DependencyPipe):
         """Write each doc's best candidates under ``weights`` (of ``FEATURES``), their exact
         generative scores (the doc's sentences chained; per token too:
         :meth:`score_trees`) and the arc probabilities the candidates give
-        (:meth:`write_confidence`)."""
-        docs, items = list(docs), []
+        (:meth:`write_confidence`).  Candidates chained under other weights
+        (or not at all) are scored again, chained."""
+        docs, items, scores, again = list(docs), [], [], []
         for doc, cands in zip(docs, candidates):
             if not cands.entries:
                 continue
             heads = numpy.arange(len(doc), dtype="int64")
             deps = [""] * len(doc)
-            kbest, words_lp, chosen = [], 0.0, []
+            kbest, words_lp, chosen, chosen_scores = [], 0.0, [], []
             found = parser_sentences(doc)
-            for (start, end, cand_heads, cand_labels, feats), order in zip(
-                    cands.entries, cands.choose(weights)):
+            for n, ((start, end, cand_heads, cand_labels, feats), order) in enumerate(zip(
+                    cands.entries, cands.choose(weights))):
                 gen = feats[:, 1]
                 best = int(order[0])
                 heads[start:end] = cand_heads[best]
                 deps[start:end] = cand_labels[best]
                 chosen += sentence_trees(start, end, cand_heads[best], cand_labels[best], found)
+                chosen_scores += cands.scores[n][best]
                 kbest.append([start, end, [[float(gen[k]), cand_heads[k], cand_labels[k]]
                                            for k in order]])
                 finite = gen[numpy.isfinite(gen)]
@@ -210,14 +233,18 @@ class ISBNReranker(DependencyPipe):
             write_trees(doc, heads, deps)
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
-            items.append((doc, chosen))
+            exact = cands.chained_under is not None and numpy.array_equal(cands.chained_under,
+                                                                          weights)
+            (items if exact else again).append((doc, chosen))
+            if exact:
+                scores.append(chosen_scores)
         self.write_confidence(docs, candidates, weights)
-        # scored again, chained: a sentence's score hangs on the tree before it, a candidate's did not
-        self.write_scores(items)
-        for doc, _ in items:
+        self.write_sentence_scores(items, scores)
+        self.write_scores(again)
+        for doc, _ in items + again:
             # log P(returned trees, words) plus each sentence's candidates' mass
-            # relative to its returned tree (scored as separate sentences): a
-            # lower bound on log P(words), never below isbn_logprob
+            # relative to its returned tree: a lower bound on log P(words),
+            # never below isbn_logprob
             doc._.isbn_words_logprob += doc._.isbn_logprob
 
 

@@ -17,13 +17,14 @@ The derivations are scored in batches, all in lockstep, the trees of one
 sentence (a k-best list) in one batch, whose forward computes each state
 their derivations share once (:mod:`~spacy_isbn.model.shared_forward`): the
 scores are exactly each tree's own forward's."""
+from dataclasses import replace
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
 
 from ..corpus.ud import model_labels
-from ..model.batch import DerivationBatch, word_batches
+from ..model.batch import CONTEXT, DerivationBatch, word_batches
 from ..model.isbn import HEADS
 from ..model.shared_forward import forced_logprobs
 from ..transitions.arc_eager import sentence_spans_from_heads
@@ -77,7 +78,8 @@ class ForcedDerivations:
                                 for start, end in sentence_spans_from_heads(heads)]))
         return items
 
-    def score(self, items: List[Trees]) -> List[List[SentenceScore]]:
+    def score(self, items: List[Trees], contexts: Optional[numpy.ndarray] = None,
+              read: Optional[Dict[int, Tuple[DocWords, SegmentInputs]]] = None):
         """The model's scores of given trees.  ``items``: a doc and its
         sentences as (start, end, absolute heads, labels); per item, per
         sentence its :class:`SentenceScore`.  A tree the model cannot derive
@@ -85,12 +87,18 @@ class ForcedDerivations:
         word headed outside its sentence or by whitespace) is -inf with the
         reason, and breaks the chain.  The tags are the doc's (generative);
         indices are the doc's tokens, the trees scored on its words
-        (:class:`DocWords`), a sentence with none scoring 0."""
+        (:class:`DocWords`), a sentence with none scoring 0.
+
+        ``contexts`` (generative): per item the means its first sentence goes
+        on from (the end of the sentence before it, scored before; zeros: the
+        doc's start); then also returned, per item the means its last
+        sentence ends with (zeros if it cannot be derived).  ``read``: each
+        doc's words and inputs by ``id(doc)``, filled as they are read."""
         items, pipe = list(items), self.pipe
         generative = pipe.generative
         out: List[List[Optional[SentenceScore]]] = [[None] * len(sents) for _, sents in items]
         # a doc's words and inputs, read once however many items have trees of it
-        read: Dict[int, Tuple[DocWords, SegmentInputs]] = {}
+        read = {} if read is None else read
         for doc, _ in items:
             if id(doc) not in read:
                 words = DocWords(doc)
@@ -115,9 +123,12 @@ class ForcedDerivations:
                     deriv = place_tokens(deriv, base + start, base + len(words))
                     pieces.extend(self._pieces([(i, k, deriv.n_words, deriv, words_of)]))
                     continue
+                if k == 0 and contexts is not None:
+                    deriv = go_on_from_context(deriv, pipe.moves.spec.sentence_link)
                 chain.append((i, k, deriv.n_words, deriv, words_of))
             pieces.extend(self._pieces(chain))
         parts: Dict[Tuple[int, int], numpy.ndarray] = {}
+        finals = None if contexts is None else numpy.zeros_like(contexts)
         of = {id(p.deriv): p for p in pieces}
         # the pieces that start on the same word of the same doc (the candidate
         # trees of a sentence) are scored in one batch, which shares their states
@@ -136,7 +147,16 @@ class ForcedDerivations:
                 offset += sum(n for _, _, n in piece.sentences)
             if vectors is not None:
                 arrays.vectors = vectors[0]
-            lps = numpy.asarray(forced_logprobs(pipe.core, arrays), dtype="float64")
+            if finals is None:
+                lps = forced_logprobs(pipe.core, arrays)
+            else:
+                arrays.context = contexts[[p.sentences[0][0] for p in members]]
+                lps, last = forced_logprobs(pipe.core, arrays, final=True)
+                for piece, means in zip(members, last):
+                    i, k, _ = piece.sentences[-1]
+                    if k == len(items[i][1]) - 1:
+                        finals[i] = means
+            lps = numpy.asarray(lps, dtype="float64")
             lps = numpy.concatenate([lps, numpy.zeros(2 * offset - len(lps))]).reshape(-1, 2)
             offset = 0
             for piece in members:
@@ -158,7 +178,7 @@ class ForcedDerivations:
                 reason = (f"probability 0 at token {tok.i} {tok.text!r}: its label "
                           f"{sents[k][3][tok.i - start]!r} was never seen on such an arc")
             out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
-        return out
+        return out if contexts is None else (out, finals)
 
     def _derivations(self, items: List[Trees], all_words: List[DocWords],
                      inputs: Dict[int, SegmentInputs], out: List[List[Optional[SentenceScore]]]
@@ -229,3 +249,12 @@ class ForcedDerivations:
         deriv = chain_derivations([c[3] for c in chain], self.pipe.moves.spec.sentence_link)
         return [_Piece(deriv, {key: numpy.concatenate(g) for key, g in groups.items()},
                        [(i, k, n) for i, k, n, _, _ in chain])]
+
+
+def go_on_from_context(deriv: Derivation, link: int) -> Derivation:
+    """``deriv`` with its first state linked (by relation ``link``, the
+    system's ``sentence_link``) to its batch's context: the end of the
+    sentence before it, as :func:`chain_derivations` links sentences."""
+    src = deriv.src.copy()
+    src[0, link] = CONTEXT
+    return replace(deriv, src=src)

@@ -17,7 +17,6 @@ The derivations are scored in batches, all in lockstep, the trees of one
 sentence (a k-best list) in one batch, whose forward computes each state
 their derivations share once (:mod:`~spacy_isbn.model.shared_forward`): the
 scores are exactly each tree's own forward's."""
-from dataclasses import replace
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import numpy
@@ -124,7 +123,8 @@ class ForcedDerivations:
                     pieces.extend(self._pieces([(i, k, deriv.n_words, deriv, words_of)]))
                     continue
                 if k == 0 and contexts is not None:
-                    deriv = go_on_from_context(deriv, pipe.moves.spec.sentence_link)
+                    # the derivation is this call's own: linked in place
+                    deriv.src[0, pipe.moves.spec.sentence_link] = CONTEXT
                 chain.append((i, k, deriv.n_words, deriv, words_of))
             pieces.extend(self._pieces(chain))
         parts: Dict[Tuple[int, int], numpy.ndarray] = {}
@@ -250,11 +250,3 @@ class ForcedDerivations:
         return [_Piece(deriv, {key: numpy.concatenate(g) for key, g in groups.items()},
                        [(i, k, n) for i, k, n, _, _ in chain])]
 
-
-def go_on_from_context(deriv: Derivation, link: int) -> Derivation:
-    """``deriv`` with its first state linked (by relation ``link``, the
-    system's ``sentence_link``) to its batch's context: the end of the
-    sentence before it, as :func:`chain_derivations` links sentences."""
-    src = deriv.src.copy()
-    src[0, link] = CONTEXT
-    return replace(deriv, src=src)

@@ -284,7 +284,8 @@ def test_raw_benchmark_runs_each_setting(pipeline, tmp_path):
                                         "_", "_"]))
             lines.append("")
     (tmp_path / "test.conllu").write_text("\n".join(lines) + "\n", encoding="utf8")
-    main(["raw-benchmark", str(tmp_path / "test.conllu"), str(tmp_path / "out.json"),
+    # the treebank's asset folder, as the project gives it (its test.conllu)
+    main(["raw-benchmark", str(tmp_path), str(tmp_path / "out.json"),
           "--markdown", str(tmp_path / "out.md"), "--isbn-model", str(tmp_path / "nlp"),
           "--beams", "1,4"])
     result = srsly.read_json(tmp_path / "out.json")

@@ -1,6 +1,6 @@
 """Benchmark commands: ``benchmark``, ``raw-benchmark``, ``approximation-speed``.
 
-    spacy-isbn raw-benchmark assets/ewt/test.conllu metrics/raw_ewt.json --isbn-model training/ewt/model-best \\
+    spacy-isbn raw-benchmark assets/ewt metrics/raw_ewt.json --isbn-model training/ewt/model-best \\
         --baseline-model training/baseline_ewt/model-best --treebank ewt --data-dir ../shared/data
 """
 from pathlib import Path
@@ -13,7 +13,8 @@ from .data import CONLLX_TAGS_HELP, ConllxTags
 
 @app.command("raw-benchmark")
 def raw_benchmark_cli(
-    test: Path = Arg(..., help="the test split as CoNLL-U / CoNLL-X", **IN_FILE),
+    test: Path = Arg(..., help="the test split as CoNLL-U / CoNLL-X, or a treebank's asset "
+                     "folder (its test.conllu or test.conll)", exists=True),
     output: Path = Arg(..., help="metrics JSON", dir_okay=False),
     markdown: Optional[Path] = Opt(None, "--markdown", dir_okay=False, help="also a Markdown table"),
     isbn_model: Optional[Path] = Opt(None, "--isbn-model", **IN_DIR, help="the shipped pipeline"),
@@ -42,6 +43,11 @@ def raw_benchmark_cli(
         raise CliError("give --isbn-model, --baseline-model or --generative-model")
     if documents is None and treebank is not None:
         documents = document_list(treebank, data_dir)
+    if test.is_dir():
+        found = [test / name for name in ("test.conllu", "test.conll") if (test / name).exists()]
+        if not found:
+            raise CliError(f"{test}: no test.conllu or test.conll in this folder")
+        test = found[0]
     raw_text.run(test, systems, output, markdown=markdown, documents=documents,
                  batch_size=batch_size)
 

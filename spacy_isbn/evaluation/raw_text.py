@@ -64,6 +64,10 @@ def configure_system(nlp, system: dict) -> List[str]:
     return names
 
 
+# passes each system makes over the documents; its words/s is the fastest
+TIMED_PASSES = 2
+
+
 def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Path] = None,
         documents: Optional[Path] = None, batch_size: int = 1000) -> dict:
     """Run and score ``systems`` on the documents of the CoNLL file ``test``
@@ -79,11 +83,16 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
         if refs is None:
             refs, source = read_documents(test, nlp.vocab, documents)
         names = configure_system(nlp, system)
-        inputs = [words_doc(r, nlp.vocab) for r in refs]
+        seconds = float("inf")
         with nlp.select_pipes(enable=names):
-            start = time.perf_counter()
-            preds = list(nlp.pipe(inputs, batch_size=batch_size))
-            seconds = time.perf_counter() - start
+            # the faster of passes over the same docs: a process's first pass over
+            # a large batch pays one-off costs (spaCy's pipeline: about 1.6 times
+            # as long), which would favour whichever system runs second
+            for _ in range(TIMED_PASSES):
+                inputs = [words_doc(r, nlp.vocab) for r in refs]
+                start = time.perf_counter()
+                preds = list(nlp.pipe(inputs, batch_size=batch_size))
+                seconds = min(seconds, time.perf_counter() - start)
         scores = score_conll18([Example(p, r) for p, r in zip(preds, refs)])
         words = sum(len(r) for r in refs)
         rows.append({**system, "model": project_path(system["model"]), "components": names,
@@ -111,7 +120,8 @@ def to_markdown(result: dict) -> str:
     lines = [f"# Raw text: {result['test']} ({result['docs']} documents from "
              f"{result['documents']}, {result['words']} words)", "",
              "Words only (no tags, no sentence boundaries), one Doc per document; CoNLL 2018 "
-             "scores over all words, punctuation included. Words/s: the whole pipeline.", "",
+             "scores over all words, punctuation included. Words/s: the whole pipeline, the "
+             "faster of two passes over the documents.", "",
              "| System | LAS | UAS | Sent F1 | UPOS | XPOS | UFeats | Words/s | x spaCy |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in result["systems"]:

@@ -69,25 +69,18 @@ def row_products(ops, H: numpy.ndarray, W: numpy.ndarray, trans2: bool = True) -
     return gemm(ops, numpy.ascontiguousarray(H), W, trans2=trans2)
 
 
-def gather_parents(history: numpy.ndarray, src: numpy.ndarray) -> numpy.ndarray:
-    """(N, R * nH): the means each configuration's relations point to, rows
-    of ``history``; zeros where a relation has no source (-1)."""
-    N, R = src.shape
-    parents = history[numpy.where(src >= 0, src, 0)]
-    parents[src < 0] = 0.0
-    return parents.reshape(N, R * history.shape[1])
-
-
-def add_linked(ops, history: numpy.ndarray, src: numpy.ndarray, W: numpy.ndarray,
-               eta: numpy.ndarray) -> None:
-    """``eta += sum_r W_r mu[src_r]`` one relation at a time over the rows
-    that have its source: about half the slots are empty, and the
-    product is most of a search step's arithmetic."""
-    nH = history.shape[1]
+def linked_sources(history: numpy.ndarray, src: numpy.ndarray) -> List[Tuple[int, numpy.ndarray,
+                                                                           numpy.ndarray]]:
+    """Per relation r that some row links by: (r, those rows, the means
+    they link to).  About half the slots are empty, so the product with
+    ``W`` goes one relation at a time over these rows: it is most of a
+    search step's arithmetic."""
+    out = []
     for r in range(src.shape[1]):
         rows = numpy.flatnonzero(src[:, r] >= 0)
         if len(rows):
-            eta[rows] += gemm(ops, history[src[rows, r]], W[r * nH: (r + 1) * nH])
+            out.append((r, rows, history[src[rows, r]]))
+    return out
 
 
 def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
@@ -107,26 +100,27 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     eta = numpy.empty((len(feats), nH), dtype=b.dtype)
     eta[:] = b
     embed_sum(table.E, table.vectors, feats, eta)
-    linked = core.attrs["latent_edges"] and src is not None and history is not None and len(feats)
+    linked = []
+    if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
+        linked = linked_sources(history, src)
+    W = core.get_param("W")
+    for r, rows, sources in linked:
+        eta[rows] += gemm(ops, sources, W[r * nH: (r + 1) * nH])
     if d_table is None:
-        if linked:
-            add_linked(ops, history, src, core.get_param("W"), eta)
         return eta, None
-    parents = None
-    if linked:
-        parents = gather_parents(history, src)
-        eta += gemm(ops, parents, core.get_param("W"))
 
     def backprop(d_eta: numpy.ndarray) -> numpy.ndarray:
         d_eta = numpy.ascontiguousarray(d_eta, dtype=b.dtype)
         core.inc_grad("b", d_eta.sum(axis=0))
         embed_scatter(d_eta, feats, d_table.E, d_table.vectors)
-        N, R = len(feats), core.get_dim("nR")
-        if parents is None:
-            return numpy.zeros((N, R, nH), dtype=b.dtype)
-        core.inc_grad("W", gemm(ops, parents, d_eta, trans1=True))
-        d_parents = gemm(ops, d_eta, core.get_param("W"), trans2=True).reshape(N, R, nH)
-        d_parents[src < 0] = 0.0
+        d_parents = numpy.zeros((len(feats), core.get_dim("nR"), nH), dtype=b.dtype)
+        if linked:
+            d_W = numpy.zeros_like(W)
+            for r, rows, sources in linked:
+                d_rows = numpy.ascontiguousarray(d_eta[rows])
+                d_W[r * nH: (r + 1) * nH] += gemm(ops, sources, d_rows, trans1=True)
+                d_parents[rows, r] = gemm(ops, d_rows, W[r * nH: (r + 1) * nH], trans2=True)
+            core.inc_grad("W", d_W)
         return d_parents
 
     return eta, backprop

@@ -55,6 +55,9 @@ class BeamSearch:
         self.prefix_probs = prefix_probs
         # seconds spent in the model's array work, and in all (see the benchmark)
         self.timing = {"array_seconds": 0.0, "total_seconds": 0.0}
+        # a sentence's first state before any link (the doc's start; given the
+        # words, every sentence's): the start decision's features only
+        self.start_eta = step.pre(None, moves.start_features(1))
 
     def parse_many(
         self, segments: Sequence[Tuple[SegmentInputs, Sequence[Optional[bool]]]]
@@ -149,7 +152,7 @@ class BeamSearch:
             else:
                 # given the words, a sentence's first state reads nothing of the
                 # one before (only the start decision's features): one for all
-                eta0 = step.pre(None, self.moves.start_features(1))
+                eta0 = self.start_eta
                 at = numpy.zeros(len(rows), "int64")
             first = self._first_word(eta0, at, req["start_tok"][rows], words, pool)
             first.pos = rows[first.pos]

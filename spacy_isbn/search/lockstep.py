@@ -66,8 +66,7 @@ class Lockstep:
         if not len(live):
             return self.results
         # every segment's first word, from the same initial state
-        init_eta = s.step.pre(None, s.moves.start_features(1))
-        first = s._first_word(init_eta, numpy.zeros(len(live), "int64"), self.base[live],
+        first = s._first_word(s.start_eta, numpy.zeros(len(live), "int64"), self.base[live],
                               self.words, self.pool)
         seg = live[first.pos]
         keep = top_per_group(seg.astype("int64"), first.lp.astype("float64"), self.width)

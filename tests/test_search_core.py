@@ -16,7 +16,7 @@ from .test_pipe import trained  # noqa: F401 (fixture)
 
 
 def test_doc_pieces():
-    words = "a b . c d e . f g h i j k".split()
+    words = "a b . C d e . F g h i j k".split()
     assert doc_pieces(words, [None] * len(words), 0) == [(0, len(words))]
     # cut after the first period once a piece has 3 tokens
     assert doc_pieces(words, [None] * len(words), 3) == [(0, 3), (3, 7), (7, 13)]
@@ -26,6 +26,9 @@ def test_doc_pieces():
     assert doc_pieces(words, ends, 3) == [(0, 3), (3, 9), (9, 13)]
     # no punctuation: cut at twice the length
     assert doc_pieces(list("abcdefgh"), [None] * 8, 2) == [(0, 4), (4, 8)]
+    # not before a closing quote or a lower-case word: the sentence goes on
+    for words in ('a b . " . G h'.split(), "a b . c . D e".split()):
+        assert doc_pieces(words, [None] * len(words), 3) == [(0, 5), (5, 7)]
 
 
 def _words(n):
@@ -92,10 +95,12 @@ def test_reduce_and_front_is_last():
 
 
 def _long_doc(nlp, times):
+    """The tiny treebank's sentences, capitalised and ended by a period,
+    ``times`` over, as one doc."""
     words, tags = [], []
     for _ in range(times):
         for w, t, h, d in TINY_TREEBANK:
-            words += w + ["."]
+            words += [w[0].capitalize()] + w[1:] + ["."]
             tags += t + ["."]
     return words, tags
 

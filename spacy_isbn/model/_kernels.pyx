@@ -148,3 +148,36 @@ def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
                 else:
                     top[i, j] = 0
                     top_lp[i, j] = -INFINITY
+
+
+def gather_linked(const real[:, ::1] history, const int[:, ::1] src, int64_t[::1] order,
+                  int64_t[::1] bounds, real[:, ::1] gathered) -> Py_ssize_t:
+    """The linked means of a latent step grouped by relation: relation r's
+    rows (those with ``src[i, r] >= 0``, ascending) are
+    ``order[bounds[r]:bounds[r + 1]]`` and the means they link to the same
+    rows of ``gathered``; returns how many links there are.  ``order`` and
+    ``gathered`` hold at least ``src.size`` rows."""
+    cdef Py_ssize_t i, r, k, n = src.shape[0], R = src.shape[1], width = history.shape[1]
+    cdef Py_ssize_t at = 0
+    with nogil:
+        for r in range(R):
+            bounds[r] = at
+            for i in range(n):
+                if src[i, r] < 0:
+                    continue
+                order[at] = i
+                for k in range(width):
+                    gathered[at, k] = history[src[i, r], k]
+                at += 1
+        bounds[R] = at
+    return at
+
+
+def add_rows(real[:, ::1] out, const int64_t[::1] order, const real[:, ::1] rows) -> None:
+    """out[order[j]] += rows[j], in the order of j (so a row's terms add in
+    the order they are listed)."""
+    cdef Py_ssize_t j, k, width = out.shape[1]
+    with nogil:
+        for j in range(order.shape[0]):
+            for k in range(width):
+                out[order[j], k] += rows[j, k]

@@ -22,7 +22,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 import numpy
 from thinc.api import Model, NumpyOps
 
-from ._kernels import embed_scatter, embed_sum
+from ._kernels import add_rows, embed_scatter, embed_sum, gather_linked
 
 StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
 NUMPY_OPS = NumpyOps()
@@ -69,18 +69,31 @@ def row_products(ops, H: numpy.ndarray, W: numpy.ndarray, trans2: bool = True) -
     return gemm(ops, numpy.ascontiguousarray(H), W, trans2=trans2)
 
 
-def linked_sources(history: numpy.ndarray, src: numpy.ndarray) -> List[Tuple[int, numpy.ndarray,
-                                                                           numpy.ndarray]]:
-    """Per relation r that some row links by: (r, those rows, the means
-    they link to).  About half the slots are empty, so the product with
-    ``W`` goes one relation at a time over these rows: it is most of a
-    search step's arithmetic."""
-    out = []
-    for r in range(src.shape[1]):
-        rows = numpy.flatnonzero(src[:, r] >= 0)
-        if len(rows):
-            out.append((r, rows, history[src[rows, r]]))
-    return out
+class Linked(NamedTuple):
+    """The links of a latent step grouped by relation (:func:`linked_sources`):
+    relation r's rows are ``rows[bounds[r]:bounds[r + 1]]`` and the means
+    they link to the same rows of ``means``."""
+    rows: numpy.ndarray
+    bounds: numpy.ndarray
+    means: numpy.ndarray
+
+    def relations(self):
+        """(r, slice) of each relation some row links by."""
+        return [(r, slice(lo, hi)) for r, (lo, hi) in enumerate(zip(self.bounds, self.bounds[1:]))
+                if hi > lo]
+
+
+def linked_sources(history: numpy.ndarray, src: numpy.ndarray) -> Linked:
+    """The rows of ``src`` (N, R) that link to a row of ``history`` by each
+    relation, and those means, gathered in one compiled pass.  About half
+    the slots are empty, so the product with ``W`` goes one relation at a
+    time over these rows: it is most of a search step's arithmetic."""
+    src = numpy.ascontiguousarray(src, dtype="int32")
+    rows = numpy.empty(src.size, dtype="int64")
+    bounds = numpy.empty(src.shape[1] + 1, dtype="int64")
+    gathered = numpy.empty((src.size, history.shape[1]), dtype=history.dtype)
+    n = gather_linked(history, src, rows, bounds, gathered)
+    return Linked(rows[:n], bounds, gathered[:n])
 
 
 def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
@@ -100,12 +113,15 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     eta = numpy.empty((len(feats), nH), dtype=b.dtype)
     eta[:] = b
     embed_sum(table.E, table.vectors, feats, eta)
-    linked = []
+    linked = None
     if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
-        linked = linked_sources(history, src)
+        linked = linked_sources(numpy.ascontiguousarray(history, dtype=b.dtype), src)
     W = core.get_param("W")
-    for r, rows, sources in linked:
-        eta[rows] += gemm(ops, sources, W[r * nH: (r + 1) * nH])
+    if linked is not None and len(linked.rows):
+        products = numpy.empty_like(linked.means)
+        for r, at in linked.relations():
+            products[at] = gemm(ops, linked.means[at], W[r * nH: (r + 1) * nH])
+        add_rows(eta, linked.rows, products)
     if d_table is None:
         return eta, None
 
@@ -114,11 +130,12 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
         core.inc_grad("b", d_eta.sum(axis=0))
         embed_scatter(d_eta, feats, d_table.E, d_table.vectors)
         d_parents = numpy.zeros((len(feats), core.get_dim("nR"), nH), dtype=b.dtype)
-        if linked:
+        if linked is not None and len(linked.rows):
             d_W = numpy.zeros_like(W)
-            for r, rows, sources in linked:
+            for r, at in linked.relations():
+                rows = linked.rows[at]
                 d_rows = numpy.ascontiguousarray(d_eta[rows])
-                d_W[r * nH: (r + 1) * nH] += gemm(ops, sources, d_rows, trans1=True)
+                d_W[r * nH: (r + 1) * nH] += gemm(ops, linked.means[at], d_rows, trans1=True)
                 d_parents[rows, r] = gemm(ops, d_rows, W[r * nH: (r + 1) * nH], trans2=True)
             core.inc_grad("W", d_W)
         return d_parents

@@ -126,14 +126,31 @@ class DocWords:
 
 SEGMENT_LENGTH = 1000  # the tokens of a piece (:func:`doc_pieces`) unless a pipe sets its own
 SENTENCE_FINAL = frozenset((".", "!", "?", "...", "\u2026", "\u3002", "\uff01", "\uff1f"))
+# quotes and brackets that may close a sentence's last clause
+CLOSING = frozenset(('"', "'", "''", ")", "]", "}", "\u201d", "\u2019", "\u00bb", "\u00ab"))
+
+
+def sentence_final(words: List[str], i: int) -> bool:
+    """Whether word ``i`` all but surely ends a sentence: sentence-final
+    punctuation before a word that may start one, not a closing quote or
+    bracket (straight quotes open as often as they close, so a cut after
+    one is a guess), not a lower-case word."""
+    following = words[i + 1] if i + 1 < len(words) else ""
+    return (words[i] in SENTENCE_FINAL and following not in CLOSING
+            and not following[:1].islower())
 
 
 def doc_pieces(words: List[str], ends: List[Optional[bool]], length: int) -> List[Tuple[int, int]]:
     """(start, end) of the pieces a doc is searched in: the whole doc, or if
     ``length`` > 0, pieces cut once they have ``length`` tokens at the first
-    known sentence end (``ends[i]`` True) or sentence-final punctuation where
-    the model would decide (``ends[i]`` None), or at any such token once
-    they have twice that.  ``ends[i]``: may a sentence end after token i."""
+    known sentence end (``ends[i]`` True) or, where the model would decide
+    (``ends[i]`` None), after a :func:`sentence_final` word, or at any such
+    token once they have twice that.  ``ends[i]``: may a sentence end after
+    token i.  A cut fixes a sentence end, so it is made only where one is
+    all but certain: on EWT dev, of 114 cuts at 100 tokens after any
+    sentence-final punctuation, 9 were not sentence ends (5 before a
+    closing quote); of 97 after a sentence-final word, 1 (a cut at twice
+    the length)."""
     n = len(words)
     if length <= 0 or n <= length:
         return [(0, n)]
@@ -142,7 +159,7 @@ def doc_pieces(words: List[str], ends: List[Optional[bool]], length: int) -> Lis
         size = i + 1 - start
         if size < length or ends[i] is False:
             continue
-        if ends[i] is True or words[i] in SENTENCE_FINAL or size >= 2 * length:
+        if ends[i] is True or size >= 2 * length or sentence_final(words, i):
             out.append((start, i + 1))
             start = i + 1
     out.append((start, n))

@@ -102,52 +102,111 @@ def picked_log_softmax2(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1
                 second_out[i] = lp2
 
 
+cdef void _masked_top_k_row(const real* row, Py_ssize_t width, const unsigned char* allowed,
+                            Py_ssize_t K, int64_t* top, double* top_lp) noexcept nogil:
+    """One row of :func:`masked_top_k`: ``top``/``top_lp`` hold its ``K`` places."""
+    cdef Py_ssize_t k, j, n_top = 0, n_allowed = 0
+    cdef double mx = 0, total, lse, v
+    for k in range(width):
+        if not allowed[k]:
+            continue
+        v = row[k]
+        if n_allowed == 0 or v > mx:
+            mx = v
+        n_allowed += 1
+        # insert into the sorted top list
+        if n_top < K or v > top_lp[n_top - 1]:
+            j = n_top if n_top < K else K - 1
+            while j > 0 and v > top_lp[j - 1]:
+                top_lp[j] = top_lp[j - 1]
+                top[j] = top[j - 1]
+                j -= 1
+            top_lp[j] = v
+            top[j] = k
+            if n_top < K:
+                n_top += 1
+    total = 0
+    for k in range(width):
+        if allowed[k]:
+            total += exp(row[k] - mx)
+    lse = mx + log(total) if n_allowed else 0
+    for j in range(K):
+        if j < n_top:
+            top_lp[j] -= lse
+        else:
+            top[j] = 0
+            top_lp[j] = -INFINITY
+
+
 def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
                  const int[::1] kinds, int64_t[:, ::1] top, double[:, ::1] top_lp) -> None:
     """Row i's ``top.shape[1]`` best columns among those ``masks[kinds[i]]``
     allows, best first (ties: lower column), and their log-probs under the
     softmax over the allowed columns; missing places get column 0 and
     log-prob -inf."""
-    cdef Py_ssize_t i, k, j, n = logits.shape[0], width = logits.shape[1], K = top.shape[1]
-    cdef Py_ssize_t n_top, n_allowed
-    cdef double mx, total, lse, v
-    cdef const real* row
-    cdef const unsigned char* allowed
+    cdef Py_ssize_t i, n = logits.shape[0], width = logits.shape[1], K = top.shape[1]
     with nogil:
         for i in range(n):
-            row = &logits[i, 0]
-            allowed = &masks[kinds[i], 0]
-            n_top = 0
-            n_allowed = 0
-            for k in range(width):
-                if not allowed[k]:
-                    continue
-                v = row[k]
-                if n_allowed == 0 or v > mx:
-                    mx = v
-                n_allowed += 1
-                # insert into the sorted top list
-                if n_top < K or v > top_lp[i, n_top - 1]:
-                    j = n_top if n_top < K else K - 1
-                    while j > 0 and v > top_lp[i, j - 1]:
-                        top_lp[i, j] = top_lp[i, j - 1]
-                        top[i, j] = top[i, j - 1]
-                        j -= 1
-                    top_lp[i, j] = v
-                    top[i, j] = k
-                    if n_top < K:
-                        n_top += 1
-            total = 0
-            for k in range(width):
-                if allowed[k]:
-                    total += exp(row[k] - mx)
-            lse = mx + log(total) if n_allowed else 0
-            for j in range(K):
-                if j < n_top:
-                    top_lp[i, j] -= lse
+            _masked_top_k_row(&logits[i, 0], width, &masks[kinds[i], 0], K, &top[i, 0],
+                              &top_lp[i, 0])
+
+
+cdef void _masked_log_softmax_row(const real* row, Py_ssize_t width, const unsigned char* allowed,
+                                  real* out) noexcept nogil:
+    """out = log_softmax(row) over the ``allowed`` columns, -inf elsewhere
+    (everywhere when none is allowed)."""
+    cdef Py_ssize_t k, n_allowed = 0
+    cdef double mx = 0, total = 0, lse
+    for k in range(width):
+        if allowed[k] and (n_allowed == 0 or row[k] > mx):
+            mx = row[k]
+        n_allowed += allowed[k] != 0
+    for k in range(width):
+        if allowed[k]:
+            total += exp(row[k] - mx)
+    lse = mx + log(total) if n_allowed else 0
+    for k in range(width):
+        out[k] = <real>(row[k] - lse) if allowed[k] else -INFINITY
+
+
+def head_logprobs(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
+                  const unsigned char[:, ::1] allowed, const double[::1] floor,
+                  const unsigned char[::1] end_legal, const int64_t[::1] label_actions,
+                  const int64_t[::1] label_cols, const unsigned char[:, ::1] label_masks,
+                  const int[:, ::1] kinds, real[:, ::1] act_lp, real[:, ::1] tag_lp,
+                  int64_t[:, :, ::1] top, double[:, :, ::1] top_lp) -> None:
+    """A search step's decision heads over feed-forward states, one row of
+    ``logits`` each (the action columns, the tags' with END last, then the
+    label blocks): the action log-probs under ``masks``, the tags' (END only
+    where ``end_legal``) and, per labelled action ``label_actions[a]`` that
+    is ``allowed`` and scores above ``floor`` (the decisions that can still
+    enter the beam), its best labels of the block at ``label_cols[a]``
+    allowed by ``label_masks[kinds[i, a]]``, as :func:`masked_top_k` gives
+    them (``top[a, i]``, ``top_lp[a, i]``; other rows: -inf)."""
+    cdef Py_ssize_t i, a, j, n = logits.shape[0]
+    cdef Py_ssize_t n_act = act_lp.shape[1], n_tag = tag_lp.shape[1]
+    cdef Py_ssize_t nL = label_masks.shape[1], K = top.shape[2]
+    cdef int64_t action
+    cdef unsigned char tags_allowed[512]
+    if n_tag > 512:
+        raise ValueError(f"head_logprobs: {n_tag} tags, at most 512")
+    for a in range(n_tag):
+        tags_allowed[a] = 1
+    with nogil:
+        for i in range(n):
+            _masked_log_softmax_row(&logits[i, 0], n_act, &masks[i, 0], &act_lp[i, 0])
+            tags_allowed[n_tag - 1] = end_legal[i]
+            _masked_log_softmax_row(&logits[i, n_act], n_tag, tags_allowed, &tag_lp[i, 0])
+            for a in range(label_actions.shape[0]):
+                action = label_actions[a]
+                if allowed[i, action] and act_lp[i, action] > floor[i]:
+                    _masked_top_k_row(&logits[i, label_cols[a]], nL,
+                                      &label_masks[kinds[i, a], 0], K, &top[a, i, 0],
+                                      &top_lp[a, i, 0])
                 else:
-                    top[i, j] = 0
-                    top_lp[i, j] = -INFINITY
+                    for j in range(K):
+                        top[a, i, j] = 0
+                        top_lp[a, i, j] = -INFINITY
 
 
 def gather_linked(const real[:, ::1] history, const int[:, ::1] src, int64_t[::1] order,

@@ -2,13 +2,13 @@
 latent states of a batch of configurations and the log-probabilities of
 their decisions, from :mod:`.step`'s ``latent_step`` and ``DecisionHead``,
 the computations the training pass makes (:func:`.isbn.forward`)."""
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy
 from thinc.api import Model
 
 from . import meanfield
-from ._kernels import masked_top_k, picked_log_softmax2
+from ._kernels import head_logprobs, masked_top_k, picked_log_softmax2
 from .features import vector_feature_ids
 from .isbn import PARAMS, Decisions, core_of
 from .meanfield import Observed
@@ -42,6 +42,9 @@ class SearchStep:
         # the training pass's heads (:class:`~.step.DecisionHead`)
         self.heads = {"a": DecisionHead(model, "Wa", "ba"), "l": DecisionHead(model, "Wl", "bl"),
                       "t": DecisionHead(model, "Wt", "bt")}
+        # the action, tag and label heads stacked, for :meth:`head_logprobs`
+        self._heads_W = numpy.ascontiguousarray(numpy.vstack([self.p["Wa"], self.p["Wt"], self.p["Wl"]]))
+        self._heads_b = numpy.concatenate([self.p["ba"], self.p["bt"], self.p["bl"]])
         self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
 
@@ -98,6 +101,31 @@ class SearchStep:
 
     def actions(self, H, masks) -> numpy.ndarray:
         return self.heads["a"].logprobs(H, masks)
+
+    def head_logprobs(self, H, masks, allowed, floor, end_legal, kinds, actions: Sequence[int],
+                      k: int) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+        """Feed-forward, where every decision of a step reads its means ``H``:
+        the action log-probs (:meth:`actions` under ``masks``), the tags'
+        (:meth:`tag_logprobs`) and, per labelled action of ``actions`` (label
+        kinds ``kinds[:, i]``), the ``k`` best labels (:meth:`top_labels`,
+        ``(len(actions), N, k)``) of the rows where it is ``allowed`` and
+        scores above ``floor`` (-inf elsewhere).  One product with all
+        heads' weights and one compiled pass: a search round's heads in one
+        call instead of a dozen."""
+        N, nA = len(H), len(self.p["Wa"])
+        logits = row_products(self.core.ops, H, self._heads_W)
+        logits += self._heads_b
+        act_lp = numpy.empty((N, nA), dtype=logits.dtype)
+        tag_lp = numpy.empty((N, self.nT + 1), dtype=logits.dtype)
+        top = numpy.empty((len(actions), N, k), dtype="int64")
+        top_lp = numpy.empty((len(actions), N, k))
+        label_cols = [nA + self.nT + 1 + self.label_blocks[a] * self.nL for a in actions]
+        head_logprobs(logits, masks.view("uint8"), allowed.view("uint8"),
+                      numpy.ascontiguousarray(floor, dtype="float64"), end_legal.view("uint8"),
+                      numpy.asarray(actions, dtype="int64"), numpy.asarray(label_cols, dtype="int64"),
+                      self._label_masks_u8, numpy.ascontiguousarray(kinds, dtype="int32"),
+                      act_lp, tag_lp, top, top_lp)
+        return act_lp, tag_lp, top, top_lp
 
     def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:
         """(N, nL) log-probs of the labels that follow ``action`` from each

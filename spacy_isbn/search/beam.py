@@ -97,8 +97,14 @@ class BeamSearch:
         eta = step.pre_linked(pool.data, req["src"], req["feats"])
         H = step.means(eta)
         N = len(H)
-        act_lp = step.actions(H, masks)
-        ids = None if step.meanfield else pool.add(H)
+        if step.meanfield:
+            act_lp, ids = step.actions(H, masks), None
+        else:
+            # every head reads the step's means: all in one call
+            act_lp, tag_lp, top, top_lp = step.head_logprobs(
+                H, masks, req["allowed"], req["floor"], end_legal, kinds, spec.labelled_actions,
+                min(self.label_top_k, step.nL))
+            ids = pool.add(H)
 
         def after(actions, rows, a=None, **decisions) -> numpy.ndarray:
             """Logits of ``rows`` once ``actions`` (and ``decisions``) are made."""
@@ -113,11 +119,11 @@ class BeamSearch:
         open_rows = [numpy.flatnonzero(open_[:, action]) for action in range(spec.n_actions)]
         if step.meanfield:
             a_word = self._decisions_meanfield(eta, masks, open_rows, kinds, after, out, pool)
+            tag_lp = step.tag_logprobs(step.means(a_word), end_legal)
         else:
             a_word = eta
-            self._decisions_feedforward(H, open_rows, kinds, ids, out)
+            self._decisions_feedforward(open_rows, top, top_lp, ids, out)
         word = spec.word_action
-        tag_lp = step.tag_logprobs(step.means(a_word) if step.meanfield else H, end_legal)
         tag_lp[~masks[:, word]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
         out["end"] = end_lp
@@ -164,16 +170,16 @@ class BeamSearch:
         ``H`` and their log-probs."""
         return self.step.top_labels(H, action, kinds, min(self.label_top_k, self.step.nL))
 
-    def _decisions_feedforward(self, H, open_rows, kinds, ids, out: dict) -> None:
-        """Per labelled action its ``open_rows``' top-k labels, and the states
-        after labelled and plain actions: feed-forward, every decision reads
-        the step's means (``ids``)."""
+    def _decisions_feedforward(self, open_rows, top, top_lp, ids, out: dict) -> None:
+        """Per labelled action the top-k labels of its ``open_rows`` (rows of
+        ``top``, ``top_lp``: :meth:`SearchStep.head_logprobs`), and the
+        states after labelled and plain actions: feed-forward, every decision
+        reads the step's means (``ids``)."""
         out["labelled"], out["plain"] = {}, {}
         for k, action in enumerate(self.spec.labelled_actions):
             rows = open_rows[action]
-            top, top_lp = self._top_labels(H[rows], action, kinds[rows, k])
-            out["labelled"][action] = (rows, top, top_lp,
-                                       numpy.broadcast_to(ids[rows, None], top.shape))
+            out["labelled"][action] = (rows, top[k, rows], top_lp[k, rows],
+                                       numpy.broadcast_to(ids[rows, None], (len(rows), top.shape[2])))
         for action in self.spec.plain_actions:
             out["plain"][action] = (open_rows[action], ids[open_rows[action]])
 

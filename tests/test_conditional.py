@@ -8,6 +8,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
+from spacy.util import fix_random_seed
 
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.features import vector_feature_ids
@@ -68,7 +69,10 @@ def examples(nlp, n_docs=10, seed=0):
 
 
 def inline_parser(n_docs=3):
-    """A conditional isbn_parser with its own tok2vec (not a listener), initialised."""
+    """A conditional isbn_parser with its own tok2vec (not a listener),
+    initialised from a fixed seed (the finite differences of its gradient
+    test hold for most initialisations, not all)."""
+    fix_random_seed(0)
     nlp = spacy.blank("en")
     parser = nlp.add_pipe("isbn_parser", config=parser_config())
     egs = examples(nlp, n_docs)

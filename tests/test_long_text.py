@@ -68,9 +68,9 @@ def test_a_text_without_punctuation_costs_per_word_what_ordinary_text_costs(nlp,
     computed = []
     pre_linked = SearchStep.pre_linked
 
-    def counting(self, states, src, feats):
+    def counting(self, states, src, feats, products=None):
         computed.append(len(feats))
-        return pre_linked(self, states, src, feats)
+        return pre_linked(self, states, src, feats, products)
 
     monkeypatch.setattr(SearchStep, "pre_linked", counting)
     per_word = {}

@@ -4,7 +4,8 @@ import numpy
 import pytest
 from thinc.api import Model, NumpyOps
 
-from spacy_isbn.model.step import History, Table, embedding_table, latent_step, means
+from spacy_isbn.model.step import (History, LinkedProducts, Table, embedding_table, latent_step,
+                                   means)
 
 nH, R, N_E, N_VEC = 4, 3, 7, 5
 
@@ -86,6 +87,31 @@ def test_a_missing_source_adds_nothing():
     expected = alone + history[2] @ core.get_param("W")[nH: 2 * nH]
     numpy.testing.assert_allclose(linked, expected)
     assert means(numpy.zeros(2)).tolist() == [0.5, 0.5]
+
+
+def test_linked_products_are_computed_once_with_the_same_bits():
+    """The search's cache of W_r mu_s: steps that link the same (state,
+    relation) pairs get exactly the uncached step's eta, and each pair is
+    multiplied once; clearing it (the pool compacted) changes nothing.
+    float32, as the search runs (float64 products go through numpy, whose
+    row results depend on the number of rows)."""
+    core = _core()
+    for name in core.param_names:
+        core.set_param(name, core.get_param(name).astype("float32"))
+    table = embedding_table(core, None)
+    history = numpy.random.RandomState(3).normal(0, 1, (4, nH)).astype("float32")
+    feats = numpy.array([[0, 3], [1, -1], [2, 4]], "int32")
+    products = LinkedProducts()
+    for src in ([[0, -1, 1], [0, 2, 1], [-1, -1, -1]], [[0, 3, 1], [3, 2, -1], [0, -1, 1]]):
+        src = numpy.array(src, "int32")
+        expected = latent_step(core, table, history, src, feats)[0]
+        numpy.testing.assert_array_equal(
+            latent_step(core, table, history, src, feats, products=products)[0], expected)
+    assert products.size == 5  # (state, relation): (0, 0) (1, 2) (2, 1), then (3, 1) (3, 0)
+    products.clear()
+    numpy.testing.assert_array_equal(
+        latent_step(core, table, history, src, feats, products=products)[0], expected)
+    assert products.size == 5
 
 
 def test_row_products_of_a_state_do_not_depend_on_the_other_rows():

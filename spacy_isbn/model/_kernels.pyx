@@ -240,3 +240,41 @@ def add_rows(real[:, ::1] out, const int64_t[::1] order, const real[:, ::1] rows
         for j in range(order.shape[0]):
             for k in range(width):
                 out[order[j], k] += rows[j, k]
+
+
+def new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t[::1] states,
+              int64_t[::1] bounds) -> Py_ssize_t:
+    """Give each (source state, relation) that ``src`` links and that has no
+    row in ``slot`` yet the next free one, relation by relation (so a
+    relation's new rows are consecutive); their states go to ``states``,
+    relation r's at ``bounds[r]:bounds[r + 1]``.  Returns how many."""
+    cdef Py_ssize_t i, r, n = src.shape[0], R = src.shape[1], at = 0
+    cdef int s
+    with nogil:
+        for r in range(R):
+            bounds[r] = at
+            for i in range(n):
+                s = src[i, r]
+                if s >= 0 and slot[s, r] < 0:
+                    slot[s, r] = next_slot + at
+                    states[at] = s
+                    at += 1
+        bounds[R] = at
+    return at
+
+
+def add_links(real[:, ::1] eta, const int[:, ::1] src, const int[:, ::1] slot,
+              const real[:, ::1] products) -> None:
+    """eta[i] += the product of each state row i links, relation by relation."""
+    cdef Py_ssize_t i, r, k, n = src.shape[0], R = src.shape[1], width = eta.shape[1]
+    cdef int s
+    cdef const real* row
+    with nogil:
+        for i in range(n):
+            for r in range(R):
+                s = src[i, r]
+                if s < 0:
+                    continue
+                row = &products[slot[s, r], 0]
+                for k in range(width):
+                    eta[i, k] += row[k]

@@ -12,7 +12,7 @@ from ._kernels import head_logprobs, masked_top_k, picked_log_softmax2
 from .features import vector_feature_ids
 from .isbn import PARAMS, Decisions, core_of
 from .meanfield import Observed
-from .step import DecisionHead, embedding_table, latent_step, log_softmax, logsumexp, means, row_products
+from .step import DecisionHead, LinkedProducts, embedding_table, latent_step, log_softmax, logsumexp, means, row_products
 
 
 class SearchStep:
@@ -48,12 +48,13 @@ class SearchStep:
         self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
 
-    def pre_linked(self, states: numpy.ndarray, src: numpy.ndarray, feats: numpy.ndarray
-                   ) -> numpy.ndarray:
+    def pre_linked(self, states: numpy.ndarray, src: numpy.ndarray, feats: numpy.ndarray,
+                   products: Optional[LinkedProducts] = None) -> numpy.ndarray:
         """Pre-activations eta of configurations whose relations' sources are
         rows ``src`` (N, R; -1 none) of ``states``; feats: (N, F) ids, -1
-        unused (the training pass's :func:`~.step.latent_step`)."""
-        return latent_step(self.core, self.table, states, src, feats)[0]
+        unused (the training pass's :func:`~.step.latent_step`; ``products``:
+        the linked products of ``states`` computed so far)."""
+        return latent_step(self.core, self.table, states, src, feats, products=products)[0]
 
     def pre(self, parents: Optional[numpy.ndarray], feats: numpy.ndarray) -> numpy.ndarray:
         """:meth:`pre_linked` given the sources' means themselves, parents:

@@ -22,7 +22,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 import numpy
 from thinc.api import Model, NumpyOps
 
-from ._kernels import add_rows, embed_scatter, embed_sum, gather_linked
+from ._kernels import add_links, add_rows, embed_scatter, embed_sum, gather_linked, new_links
 
 StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
 NUMPY_OPS = NumpyOps()
@@ -96,16 +96,73 @@ def linked_sources(history: numpy.ndarray, src: numpy.ndarray) -> Linked:
     return Linked(rows[:n], bounds, gathered[:n])
 
 
+class LinkedProducts:
+    """The products ``W_r mu_s`` of a search's states s and the relations r
+    they are linked by, each computed once: a state is linked by the same
+    relation from many later states (its siblings in the beam, and along a
+    path: a stack word's last state, say), on EWT dev 2.9 times on average
+    at beam 10 and twice at beam 1.  Rows of the state ids the search's
+    history uses; :meth:`clear` when those ids change, or to bound memory."""
+
+    max_rows = 1 << 16  # 32 MiB of float32 products at 128 units
+
+    def __init__(self):
+        self.slot = numpy.full((0, 0), -1, dtype="int32")  # state, relation -> row
+        self.rows: Optional[numpy.ndarray] = None
+        self.size = 0
+
+    def clear(self) -> None:
+        self.slot[:] = -1
+        self.size = 0
+
+    def add_to(self, eta: numpy.ndarray, ops, W: numpy.ndarray, history: numpy.ndarray,
+               src: numpy.ndarray) -> None:
+        """eta[i] += W_r mu[src[i, r]] over the relations r row i links by
+        (-1: none), relation by relation as :func:`latent_step` adds them."""
+        nH = eta.shape[1]
+        n_states, R = len(history), src.shape[1]
+        if self.slot.shape[0] < n_states or self.slot.shape[1] != R:
+            grown = numpy.full((max(n_states, 2 * self.slot.shape[0]), R), -1, dtype="int32")
+            if self.slot.shape[1] == R:
+                grown[: len(self.slot)] = self.slot
+            else:
+                self.size = 0
+            self.slot = grown
+        if self.rows is None or self.rows.dtype != eta.dtype:
+            self.rows, self.size = numpy.empty((1024, nH), dtype=eta.dtype), 0
+            self.slot[:] = -1
+        if self.size + src.size > self.max_rows:
+            self.clear()
+        if self.size + src.size > len(self.rows):
+            grown = numpy.empty((max(2 * len(self.rows), self.size + src.size), nH), dtype=eta.dtype)
+            grown[: self.size] = self.rows[: self.size]
+            self.rows = grown
+        states = numpy.empty(src.size, dtype="int64")
+        bounds = numpy.empty(R + 1, dtype="int64")
+        n = new_links(src, self.slot, self.size, states, bounds)
+        if n:
+            means = history[states[:n]]
+            for r in range(R):
+                lo, hi = bounds[r], bounds[r + 1]
+                if hi > lo:
+                    self.rows[self.size + lo: self.size + hi] = gemm(
+                        ops, means[lo:hi], W[r * nH: (r + 1) * nH])
+            self.size += n
+        add_links(eta, src, self.slot, self.rows)
+
+
 def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
                 src: Optional[numpy.ndarray], feats: numpy.ndarray,
-                d_table: Optional[Table] = None
+                d_table: Optional[Table] = None, products: Optional[LinkedProducts] = None
                 ) -> Tuple[numpy.ndarray, Optional[StepBackprop]]:
     """The pre-activations ``eta`` (N, nH) of N configurations: ``feats``
     (N, F) rows of ``table`` (-1 unused), ``src`` (N, R) rows of ``history``
     (-1 none; ``src`` None: no linked state).  Given ``d_table`` (the
     table's gradient, filled in place) also the backprop: given d_eta it
     adds the gradients of b, W and the table's rows and returns those of the
-    linked means, (N, R, nH) (zeros where there is no source)."""
+    linked means, (N, R, nH) (zeros where there is no source).  Without it,
+    the linked products may come from ``products`` (the search's): the
+    same numbers, each computed once."""
     ops = core.ops
     b = core.get_param("b")
     nH = b.shape[0]
@@ -114,9 +171,12 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     eta[:] = b
     embed_sum(table.E, table.vectors, feats, eta)
     linked = None
-    if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
-        linked = linked_sources(numpy.ascontiguousarray(history, dtype=b.dtype), src)
     W = core.get_param("W")
+    if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
+        if products is not None and d_table is None:
+            products.add_to(eta, ops, W, history, numpy.ascontiguousarray(src, dtype="int32"))
+            return eta, None
+        linked = linked_sources(numpy.ascontiguousarray(history, dtype=b.dtype), src)
     if linked is not None and len(linked.rows):
         products = numpy.empty_like(linked.means)
         for r, at in linked.relations():

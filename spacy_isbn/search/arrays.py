@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
+from ..model.step import LinkedProducts
 from ..transitions.inputs import JointTables, SegmentInputs
 
 
@@ -41,13 +42,15 @@ PREFIX_ROWS = ("words", "before_form", "end")
 
 
 class StatePool:
-    """Latent states (means) of the search, addressed by int ids; compacted
-    to the states still linked to (:meth:`compact`)."""
+    """Latent states (means) of the search, addressed by int ids, and the
+    products of the states with the relations they are linked by
+    (``products``); compacted to the states still linked to (:meth:`compact`)."""
 
     def __init__(self, width: int):
         self.data = numpy.zeros((1024, width), dtype="float32")
         self.size = 0
         self.live = 0  # size after the last compaction
+        self.products = LinkedProducts()
 
     def add(self, H: numpy.ndarray) -> numpy.ndarray:
         n = H.shape[0]
@@ -70,6 +73,7 @@ class StatePool:
         mapping[keep] = numpy.arange(len(keep), dtype="int32")
         self.data[: len(keep)] = self.data[keep]
         self.size = self.live = len(keep)
+        self.products.clear()  # keyed by the old ids
         return mapping
 
 

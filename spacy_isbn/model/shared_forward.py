@@ -25,7 +25,7 @@ from thinc.api import Model
 from .batch import CONTEXT, DerivationBatch
 from .isbn import (decision_heads, decisions_of, forward, forward_inputs, output_groups,
                    scored_decisions)
-from .step import latent_step, means
+from .step import LinkedProducts, latent_step, means
 
 
 @lru_cache(maxsize=None)
@@ -99,8 +99,10 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
     node_feats = feats.reshape(B * T, F)[first]
     H = numpy.zeros((len(first) + len(contexts), model.get_dim("nH")), dtype=table.dtype)
     H[len(first):] = contexts
+    products = LinkedProducts()  # nodes are linked by many later nodes
     for lo, hi in zip(starts[:-1], starts[1:]):
-        H[lo:hi] = means(latent_step(model, table, H, links[lo:hi], node_feats[lo:hi])[0])
+        H[lo:hi] = means(latent_step(model, table, H, links[lo:hi], node_feats[lo:hi],
+                                     products=products)[0])
     group_of, ll = output_groups(batch, H.dtype)
     heads = decision_heads(model)
     for key, sel, ob, mask, rows_lo in scored_decisions(decisions_of(model), batch):

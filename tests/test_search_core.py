@@ -27,7 +27,7 @@ def test_doc_pieces():
     # no punctuation: cut at twice the length
     assert doc_pieces(list("abcdefgh"), [None] * 8, 2) == [(0, 4), (4, 8)]
     # not before a closing quote or a lower-case word: the sentence goes on
-    for words in ('a b . " . G h'.split(), "a b . c . D e".split()):
+    for words in ('a b . " . G h'.split(), "a b . c ?! D e".split()):
         assert doc_pieces(words, [None] * len(words), 3) == [(0, 5), (5, 7)]
 
 

@@ -58,6 +58,7 @@ class BeamSearch:
         # a sentence's first state before any link (the doc's start; given the
         # words, every sentence's): the start decision's features only
         self.start_eta = step.pre(None, moves.start_features(1))
+        self._start_heads = self._first_heads(self.start_eta)
 
     def parse_many(
         self, segments: Sequence[Tuple[SegmentInputs, Sequence[Optional[bool]]]]
@@ -76,11 +77,15 @@ class BeamSearch:
             self.timing["total_seconds"] += time.perf_counter() - start
 
     # -- the model's side: decision log-probs and states of a request ---------------
+    def _first_heads(self, eta) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The means of first states and their tag log-probs (END ruled out)."""
+        H = self.step.means(eta)
+        return H, self.step.tag_logprobs(H, numpy.zeros(len(eta), bool))
+
     def _first_word(self, eta, rows, toks, words: "Words", pool: StatePool) -> Candidates:
         """Candidates for sentences' first words (tokens ``toks``) from the
         first states ``eta[rows]``."""
-        H = self.step.means(eta)
-        tag_lp = self.step.tag_logprobs(H, numpy.zeros(len(eta), bool))
+        H, tag_lp = self._start_heads if eta is self.start_eta else self._first_heads(eta)
         ff = None if self.step.meanfield else (H, pool.add(H))
         return self._generate(eta, eta, tag_lp, rows, toks, words, {},
                               numpy.zeros(len(eta), bool), ff, pool)

@@ -278,3 +278,22 @@ def add_links(real[:, ::1] eta, const int[:, ::1] src, const int[:, ::1] slot,
                 row = &products[slot[s, r], 0]
                 for k in range(width):
                     eta[i, k] += row[k]
+
+
+def vector_rows(int[:, ::1] feats, const int64_t[::1] cols, const int64_t[::1] offsets,
+                int n_rows, int vec_rows, const int64_t[::1] tok_base,
+                const int64_t[::1] tok_end) -> None:
+    """In place, ``vec`` template a's word positions in column ``cols[a]``
+    (ids ``offsets[a] + vec_rows + k``: the sentence's k-th word) become
+    rows of the projected token vectors, ``n_rows + token * A + a``, or the
+    template's "none" (``offsets[a]``) past ``tok_end``; other ids stay."""
+    cdef Py_ssize_t i, a, n = feats.shape[0], A = cols.shape[0]
+    cdef int64_t val, tok
+    with nogil:
+        for i in range(n):
+            for a in range(A):
+                val = feats[i, cols[a]] - offsets[a]
+                if val < vec_rows:
+                    continue
+                tok = tok_base[i] + val - vec_rows
+                feats[i, cols[a]] = n_rows + tok * A + a if tok < tok_end[i] else offsets[a]

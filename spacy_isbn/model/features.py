@@ -5,6 +5,7 @@ from typing import Sequence, Tuple
 import numpy
 
 from ..transitions.system import VEC_ROWS
+from ._kernels import vector_rows
 
 
 def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]], n_rows: int,
@@ -18,13 +19,10 @@ def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]],
     past that read the template's "none" row; the root node keeps its own."""
     if not len(columns):
         return feats
-    feats = feats.copy()
-    cols, offsets = numpy.asarray(columns, dtype="int64").T
-    ids = feats[:, cols]
-    val = ids - offsets
-    tok = numpy.asarray(tok_base)[:, None] + (val - VEC_ROWS)
-    word = val >= VEC_ROWS
-    inside = word & (tok < numpy.asarray(tok_end)[:, None])
-    rows = n_rows + tok * len(cols) + numpy.arange(len(cols))
-    feats[:, cols] = numpy.where(inside, rows, numpy.where(word, offsets, ids))
+    feats = numpy.array(feats, dtype="int32", order="C")
+    cols, offsets = numpy.ascontiguousarray(numpy.asarray(columns, dtype="int64").T)
+    n = len(feats)
+    vector_rows(feats, cols, offsets, n_rows, VEC_ROWS,
+                numpy.ascontiguousarray(numpy.broadcast_to(tok_base, n), dtype="int64"),
+                numpy.ascontiguousarray(numpy.broadcast_to(tok_end, n), dtype="int64"))
     return feats

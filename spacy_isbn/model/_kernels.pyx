@@ -106,7 +106,7 @@ cdef void _masked_top_k_row(const real* row, Py_ssize_t width, const unsigned ch
                             Py_ssize_t K, int64_t* top, double* top_lp) noexcept nogil:
     """One row of :func:`masked_top_k`: ``top``/``top_lp`` hold its ``K`` places."""
     cdef Py_ssize_t k, j, n_top = 0, n_allowed = 0
-    cdef double mx = 0, total, lse, v
+    cdef double mx = 0, lse, v
     for k in range(width):
         if not allowed[k]:
             continue
@@ -125,11 +125,17 @@ cdef void _masked_top_k_row(const real* row, Py_ssize_t width, const unsigned ch
             top[j] = k
             if n_top < K:
                 n_top += 1
-    total = 0
+    # the normaliser branch-free, so that it vectorises: a masked column
+    # adds exp(<= 0) * 0
+    cdef real acc = 0, d, m = <real>mx
     for k in range(width):
-        if allowed[k]:
-            total += exp(row[k] - mx)
-    lse = mx + log(total) if n_allowed else 0
+        d = row[k] - m
+        d = d if d < 0 else 0
+        if real is float:
+            acc += expf(d) * allowed[k]
+        else:
+            acc += exp(d) * allowed[k]
+    lse = mx + log(acc) if n_allowed else 0
     for j in range(K):
         if j < n_top:
             top_lp[j] -= lse
@@ -210,7 +216,7 @@ def head_logprobs(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
 
 
 def gather_linked(const real[:, ::1] history, const int[:, ::1] src, int64_t[::1] order,
-                  int64_t[::1] bounds, real[:, ::1] gathered) -> Py_ssize_t:
+                  int64_t[::1] bounds, real[:, ::1] gathered):
     """The linked means of a latent step grouped by relation: relation r's
     rows (those with ``src[i, r] >= 0``, ascending) are
     ``order[bounds[r]:bounds[r + 1]]`` and the means they link to the same
@@ -243,7 +249,7 @@ def add_rows(real[:, ::1] out, const int64_t[::1] order, const real[:, ::1] rows
 
 
 def new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t[::1] states,
-              int64_t[::1] bounds) -> Py_ssize_t:
+              int64_t[::1] bounds):
     """Give each (source state, relation) that ``src`` links and that has no
     row in ``slot`` yet the next free one, relation by relation (so a
     relation's new rows are consecutive); their states go to ``states``,

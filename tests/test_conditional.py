@@ -152,7 +152,7 @@ def test_forward_matches_the_step_scorer_along_gold_derivations():
     for start, end in parser._gold_sentences(doc):
         heads = [0] + [t.head.i - start + 1 if t.head.i != t.i else 0 for t in doc[start:end]]
         labels = [0] + [parser.lexicon.label_ids[t.dep_] for t in doc[start:end]]
-        inputs = parser._inputs(parser._records(doc[start:end]))
+        inputs = parser._inputs(parser._columns(doc).span(start, end))
         config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
         states = []
 

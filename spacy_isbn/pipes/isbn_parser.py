@@ -20,6 +20,7 @@ from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
 from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, SegmentParse
+from ..transitions.inputs import TokenColumns
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
@@ -169,18 +170,21 @@ class ISBNParser(DependencyPipe):
         its own, so ``doc._.isbn_kbest`` holds every sentence's k best trees."""
         docs = list(docs)
         groups: Dict[bool, list] = {False: [], True: []}
-        doc_inputs = {}
         doc_words = [DocWords(doc) for doc in docs]
+        # all docs' words one after another, read at once: doc d's from first_word[d]
+        inputs = self._inputs(TokenColumns.concat(
+            [self._columns(doc, words.tokens) for doc, words in zip(docs, doc_words)]))
+        first_word = numpy.cumsum([0] + [len(words) for words in doc_words]).tolist()
         for d, (doc, words) in enumerate(zip(docs, doc_words)):
             if len(words) == 0:
                 continue
-            tokens = words.token_list()
-            inputs = doc_inputs[d] = self._inputs(self._records(tokens))
             ends = words.sentence_ends()
             joint = self._tags_jointly(doc)
-            for start, end in doc_pieces([t.text for t in tokens], ends,
+            for start, end in doc_pieces(words, ends,
                                          self.cfg.get("segment_length", 0)):
-                groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
+                groups[joint].append(((d, start), (inputs.span(first_word[d] + start,
+                                                               first_word[d] + end),
+                                                   ends[start:end])))
         vectors = self.token_vectors(docs, doc_words)
         kbest = self.cfg.get("sentence_kbest") and not self.generative
         # with per-sentence k best, the first pass only finds the sentences
@@ -189,12 +193,12 @@ class ISBNParser(DependencyPipe):
         if kbest:
             sentences = []
             for d, pieces in enumerate(out):
-                inputs = doc_inputs.get(d)
                 for offset, seg in pieces:
                     for sent in seg.sentences:
                         start = offset + sent.start
                         n = len(sent.heads)
-                        sentences.append(((d, start), (inputs.span(start, start + n),
+                        sentences.append(((d, start), (inputs.span(first_word[d] + start,
+                                                                   first_word[d] + start + n),
                                                        [False] * (n - 1) + [True])))
             out = self._parse_pieces(len(docs), {False: sentences}, vectors)
         return out

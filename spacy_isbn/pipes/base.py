@@ -37,7 +37,8 @@ def write_trees(doc: Doc, heads: numpy.ndarray, deps: List[str]) -> None:
     """Set every token's head (absolute index, root = itself) and label at once."""
     arr = numpy.zeros((len(doc), 2), dtype="uint64")
     arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
-    arr[:, 1] = [doc.vocab.strings.add(d) for d in deps]
+    hashes = {name: doc.vocab.strings.add(name) for name in set(deps)}
+    arr[:, 1] = numpy.fromiter(map(hashes.__getitem__, deps), dtype="uint64", count=len(doc))
     doc.from_array([HEAD, DEP], arr)
 
 

@@ -156,7 +156,7 @@ def test_forward_matches_the_step_scorer_along_gold_derivations():
     for start, end in parser._gold_sentences(doc):
         heads = [0] + [t.head.i - start + 1 if t.head.i != t.i else 0 for t in doc[start:end]]
         labels = [0] + [parser.lexicon.label_ids[t.dep_] for t in doc[start:end]]
-        inputs = parser._inputs(parser._records(doc[start:end]))
+        inputs = parser._inputs(parser._columns(doc).span(start, end))
         config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
         states = []
 
@@ -247,6 +247,12 @@ def test_free_end_lets_a_sentence_end_with_headless_words():
         assert config.end_is_legal() == free_end
 
 
+def _decoded(parser, sent):
+    """A lone sentence's decoded heads and labels."""
+    heads, deps = parser._decode([sent]).trees([(0, sent)])
+    return heads.tolist(), deps.tolist()
+
+
 def test_headless_words_are_attached_to_the_root_when_decoded():
     """A sentence ended with headless words decodes to one tree: the root
     dependent stays the root, the headless words hang from it."""
@@ -255,11 +261,11 @@ def test_headless_words_are_attached_to_the_root_when_decoded():
     nlp, parser, _ = inline_parser()
     labels = parser.lexicon.labels
     det = labels.index("det")
-    heads, deps = parser._decode(ParsedSentence(0, [2, 0, -1, -1], [det, 0, -1, -1], 0.0))
+    heads, deps = _decoded(parser, ParsedSentence(0, [2, 0, -1, -1], [det, 0, -1, -1], 0.0))
     assert heads == [1, 1, 1, 1]
     assert deps[0] == "det" and deps[2:] == ["dep", "dep"]
     # no root dependent at all: the first headless word becomes the root
-    heads, deps = parser._decode(ParsedSentence(0, [-1, 1, -1], [-1, det, -1], 0.0))
+    heads, deps = _decoded(parser, ParsedSentence(0, [-1, 1, -1], [-1, det, -1], 0.0))
     assert heads == [0, 0, 0] and deps[0] == "root"
 
 
@@ -289,7 +295,7 @@ def test_headless_words_are_roots_in_multiroot_mode():
     nlp, parser, _ = inline_parser()
     parser.cfg["multiroot"] = True
     det = parser.lexicon.labels.index("det")
-    heads, deps = parser._decode(ParsedSentence(0, [2, 0, -1], [det, 0, -1], 0.0))
+    heads, deps = _decoded(parser, ParsedSentence(0, [2, 0, -1], [det, 0, -1], 0.0))
     assert heads == [1, 1, 2] and deps[2] == parser._root_label
 
 

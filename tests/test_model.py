@@ -37,7 +37,7 @@ def _setup(features="rich", latent_edges=True, width=6, multiroot=False):
     derivs = []
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
-        derivs.append(ext.derivation(SegmentInputs(tk, lex),
+        derivs.append(ext.derivation(SegmentInputs.from_records(tk, lex),
                                      (gold, [0] + [lex.label_ids[x] for x in labels]),
                                      lex.end_tag, multiroot))
     return model, lex, ext, toks, derivs
@@ -85,7 +85,7 @@ def test_decision_distributions_sum_to_one(multiroot):
     model, lex, ext, toks, derivs = _setup(multiroot=multiroot)
     step = SearchStep(model)
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
-        inputs = SegmentInputs(tk, lex)
+        inputs = SegmentInputs.from_records(tk, lex)
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
         decisions = oracle_derivation(gold, [0] + [lex.label_ids[x] for x in labels], multiroot)
         config = Configuration(inputs.n, multiroot, words=inputs.rows,
@@ -121,7 +121,7 @@ def gold_decisions(lex, toks):
     """Per tiny-treebank sentence: its inputs and its gold decisions."""
     for (words, tags, heads, labels), tk in zip(TINY_TREEBANK, toks):
         gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
-        yield SegmentInputs(tk, lex), oracle_derivation(
+        yield SegmentInputs.from_records(tk, lex), oracle_derivation(
             gold, [0] + [lex.label_ids[x] for x in labels])
 
 
@@ -192,12 +192,13 @@ def test_unknown_word_signature_sees_the_original_case():
     class is taken from the word as written."""
     _, lex, _, _, _ = _setup()
     nn = lex.tag_ids["NN"]
-    ids = {w: lex.output_ids(TokenRecord(w, "NN", "NN", ""))[2] for w in ("zebra", "Zebra", "ZEBRA", "zebra9")}
+    ids = {w: int(SegmentInputs.from_records([TokenRecord(w, "NN", "NN", "")], lex).gen_form[0])
+           for w in ("zebra", "Zebra", "ZEBRA", "zebra9")}
     assert len(set(ids.values())) == 4
     lo = lex.form_ranges[nn][0]
     assert ids["zebra"] == lo and ids["Zebra"] == lo + 2
     # a known word is matched lowercased, whatever its case
-    assert lex.output_ids(TokenRecord("Dog", "NN", "NN", ""))[2] == lex.form_ids[("NN", "dog")]
+    assert lex.form_id(nn, "Dog") == lex.form_ids[("NN", "dog")]
 
 
 def test_joint_tag_dictionary_and_pos_lookup():

@@ -167,10 +167,10 @@ def test_generation_distributions_are_proper(pipeline):
 def _forward_logprob(parser, doc, sentences, joint):
     """log P(trees, words) of one of the search's analyses under the training forward."""
     lex, moves = parser.lexicon, parser.moves
-    records = parser._records(doc)
+    columns = parser._columns(doc)
     derivs = []
     for sent in sentences:
-        inputs = SegmentInputs(records[sent.start: sent.start + len(sent.heads)], lex)
+        inputs = SegmentInputs(columns.span(sent.start, sent.start + len(sent.heads)), lex)
         if joint:
             inputs.rows = numpy.stack([
                 parser.joint_tables.row(row[0], record, tag, bundle)
@@ -178,7 +178,7 @@ def _forward_logprob(parser, doc, sentences, joint):
                                                     sent.bundles)])
             inputs.gen_tag = list(sent.tags)
             inputs.gen_bundle = list(sent.bundles)
-            inputs.gen_form = [lex.form_id(t, r) for t, r in zip(sent.tags, inputs.records)]
+            inputs.gen_form = [lex.form_id(t, r.text) for t, r in zip(sent.tags, inputs.records)]
         derivs.append(moves.derivation(inputs, ([0] + list(sent.heads), [0] + list(sent.labels)),
                                        lex.end_tag, parser.cfg["multiroot"]))
     batch = DerivationBatch.from_derivations([chain_derivations(derivs, moves.spec.sentence_link)])

@@ -40,7 +40,7 @@ def _setup(width=6):
                        label_masks=states.label_mask_table().astype(bool).tolist(),
                        label_blocks=list(spec.label_blocks))
     model.initialize()
-    inputs = [SegmentInputs(tk, lex) for tk in toks]
+    inputs = [SegmentInputs.from_records(tk, lex) for tk in toks]
     decisions = [system.oracle(tree) for tree in trees]
     derivs = [features.derivation(inp, tree, lex.end_tag) for inp, tree in zip(inputs, trees)]
     return model, lex, states, inputs, decisions, derivs, (trees, system, features)

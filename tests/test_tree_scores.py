@@ -47,7 +47,7 @@ def test_the_trees_of_a_k_best_list_are_derived_together_as_one_by_one(pipeline)
     nlp, _ = pipeline
     reranker = nlp.get_pipe("isbn_reranker")
     doc = nlp("dogs chase big cats and the dog barks at them")
-    inputs = reranker._inputs(reranker._records(doc))
+    inputs = reranker._inputs(reranker._columns(doc))
     rng = numpy.random.default_rng(0)
     golds = [(list(random_projective_tree(len(doc), rng, False)), [0] + [1] * len(doc))
              for _ in range(12)]

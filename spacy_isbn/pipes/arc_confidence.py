@@ -13,7 +13,6 @@ docs/design.md, "Extension attributes". Whitespace tokens get None.
 from typing import List, Sequence, Tuple
 
 import numpy
-from spacy.tokens import Doc
 
 from .base import DocWords
 
@@ -51,6 +50,9 @@ def arc_marginals(scores: Sequence[float], heads: Sequence[Sequence[int]],
     module).  ``scores``, ``heads`` and ``labels``: one per analysis, the
     heads and labels one per token of the span."""
     weights = analysis_weights(scores, temperature) * (covered + (1 - covered) * outside_agreement)
+    if len(weights) == 1:  # one analysis (a beam of 1) agrees with itself on every arc
+        agree = numpy.minimum(numpy.full(len(heads[0]), weights[0]), 1.0)
+        return agree, agree.copy()
     heads = numpy.asarray(heads, dtype="int64")
     labels = numpy.asarray(labels, dtype=object)
     same_head = heads == heads[chosen]
@@ -59,13 +61,18 @@ def arc_marginals(scores: Sequence[float], heads: Sequence[Sequence[int]],
     return numpy.minimum(weights @ same_head, 1.0), numpy.minimum(weights @ same_arc, 1.0)
 
 
-def write_arc_probs(doc: Doc, spans: List[Tuple[int, int, numpy.ndarray, numpy.ndarray]]) -> None:
+def write_arc_probs(words: DocWords, spans: List[Tuple[int, int, numpy.ndarray, numpy.ndarray]]
+                    ) -> None:
     """Set the tokens' head and dep probabilities of each span (start, end,
-    head probs, dep probs, one per token) at once, as ``doc._.isbn_arc_probs``;
-    whitespace tokens get None."""
-    probs = numpy.full((len(doc), 2), None, dtype=object)
+    head probs, dep probs, one per token) at once, as ``doc._.isbn_arc_probs``
+    of the doc of ``words``; whitespace tokens, and tokens of no span, get None."""
+    probs = numpy.zeros((len(words.doc), 2))
+    covered = numpy.zeros(len(words.doc), dtype=bool)
     for start, end, head_probs, dep_probs in spans:
-        probs[start:end, 0] = head_probs.tolist()
-        probs[start:end, 1] = dep_probs.tolist()
-    probs[~DocWords(doc).is_word.astype(bool)] = None
-    doc._.isbn_arc_probs = [None if head is None else [head, dep] for head, dep in probs.tolist()]
+        probs[start:end, 0] = head_probs
+        probs[start:end, 1] = dep_probs
+        covered[start:end] = True
+    rows = probs.tolist()
+    for i in numpy.flatnonzero(~(covered & words.is_word)).tolist():
+        rows[i] = None
+    words.doc._.isbn_arc_probs = rows

@@ -23,8 +23,8 @@ from ..errors import UserError
 from ..model.batch import DerivationBatch, word_batches
 from ..model.isbn import core_of, negative_log_likelihood, project_tokens
 from ..transitions.derivation import Derivation
-from ..transitions.inputs import SegmentInputs
-from ..transitions.lexicon import Lexicon, TokenRecord
+from ..transitions.inputs import SegmentInputs, TokenColumns
+from ..transitions.lexicon import Lexicon
 from .exploration import explore_update
 
 WRITERS = {"json": srsly.write_json, "msgpack": srsly.write_msgpack,
@@ -37,8 +37,40 @@ def write_trees(doc: Doc, heads: numpy.ndarray, deps: List[str]) -> None:
     """Set every token's head (absolute index, root = itself) and label at once."""
     arr = numpy.zeros((len(doc), 2), dtype="uint64")
     arr[:, 0] = (heads - numpy.arange(len(doc))).astype("int64").view("uint64")
-    arr[:, 1] = [doc.vocab.strings.add(d) for d in deps]
+    hashes = {name: doc.vocab.strings.add(name) for name in set(deps)}
+    arr[:, 1] = numpy.fromiter(map(hashes.__getitem__, deps), dtype="uint64", count=len(doc))
     doc.from_array([HEAD, DEP], arr)
+
+
+def doc_columns(doc: Doc, attrs: Dict[str, Tuple[int, str]],
+                tokens: Optional[numpy.ndarray] = None) -> TokenColumns:
+    """The strings ``attrs`` name (:attr:`ISBNPipe.column_attrs`) of
+    ``doc``'s tokens (all, or those at indices ``tokens``), keyed by spaCy's
+    hashes and symbol ids: a key's string is read off the token, as a record
+    of it would read it, only where the lexicon has not met the key."""
+    tokens = numpy.arange(len(doc)) if tokens is None else tokens
+    named = [c for c, column in enumerate(TokenColumns.COLUMNS) if column in attrs]
+    values = doc.to_array([attrs[TokenColumns.COLUMNS[c]][0] for c in named])
+    values = values.reshape(len(doc), len(named))
+    if len(tokens) < len(doc):  # a subset: whitespace left out
+        values = values[tokens]
+    if len(named) == len(TokenColumns.COLUMNS):
+        keys = values
+    else:  # a column not named: key 0, string ""
+        keys = numpy.zeros((len(tokens), len(TokenColumns.COLUMNS)), dtype="uint64")
+        keys[:, named] = values
+
+    def source(column: str, at: numpy.ndarray) -> List[str]:
+        if column not in attrs:
+            return [""] * len(at)
+        name = attrs[column][1]
+        return [str(getattr(doc[i], name)) for i in tokens[at].tolist()]
+
+    return TokenColumns(keys, source, shared=True)
+
+
+# a word's SENT_START (1, -1, 0; indexed modulo 3) as whether the word before may end a sentence
+SENT_START_ENDS = numpy.array([None, True, False], dtype=object)
 
 
 class DocWords:
@@ -55,8 +87,12 @@ class DocWords:
     def __init__(self, doc: Doc):
         self.doc = doc
         self.is_word = (doc.to_array(IS_SPACE) == 0) if len(doc) else numpy.zeros(0, bool)
+        self.all_words = bool(self.is_word.all())
+        if self.all_words:  # most docs: word i is token i
+            self.tokens = self.owner = numpy.arange(len(doc))
+            self.bounds = numpy.arange(len(doc) + 1)
+            return
         self.tokens = numpy.flatnonzero(self.is_word)
-        self.all_words = len(self.tokens) == len(doc)
         owner = numpy.searchsorted(self.tokens, numpy.arange(len(doc)), side="right") - 1
         self.owner = numpy.maximum(owner, 0)
         self.bounds = numpy.append(self.tokens, len(doc))
@@ -64,6 +100,10 @@ class DocWords:
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    def __getitem__(self, i: int) -> str:
+        """The text of word ``i`` (what :func:`doc_pieces` reads, where it reads)."""
+        return self.doc[int(self.tokens[i])].text
 
     def token_list(self, start: int = 0, end: Optional[int] = None):
         """The tokens of words ``start``..``end``."""
@@ -83,8 +123,7 @@ class DocWords:
             after_space = numpy.searchsorted(self.tokens, numpy.flatnonzero(sent_starts == 1))
             word_starts[after_space[after_space < len(self.tokens)]] = 1
             sent_starts = word_starts
-        values = {1: True, -1: False, 0: None}
-        return [values[int(s)] for s in sent_starts[1:]] + [True]
+        return SENT_START_ENDS[sent_starts[1:] % 3].tolist() + [True]
 
     def token_span(self, start: int, end: int) -> Tuple[int, int]:
         """The tokens of words ``start``..``end`` with the whitespace after
@@ -131,7 +170,7 @@ SENTENCE_FINAL = frozenset(".!?\u2026\u3002\uff01\uff1f")
 CLOSING = frozenset(('"', "'", "''", ")", "]", "}", "\u201d", "\u2019", "\u00bb", "\u00ab"))
 
 
-def sentence_final(words: List[str], i: int) -> bool:
+def sentence_final(words: Sequence[str], i: int) -> bool:
     """Whether word ``i`` all but surely ends a sentence: sentence-final
     punctuation ("?!" too) before a word that may start one, not a closing
     quote or bracket (straight quotes open as often as they close, so a cut
@@ -141,7 +180,8 @@ def sentence_final(words: List[str], i: int) -> bool:
             and following not in CLOSING and not following[:1].islower())
 
 
-def doc_pieces(words: List[str], ends: List[Optional[bool]], length: int) -> List[Tuple[int, int]]:
+def doc_pieces(words: Sequence[str], ends: List[Optional[bool]], length: int
+               ) -> List[Tuple[int, int]]:
     """(start, end) of the pieces a doc is searched in: the whole doc, or if
     ``length`` > 0, pieces cut once they have ``length`` tokens at the first
     known sentence end (``ends[i]`` True) or, where the model would decide
@@ -155,13 +195,15 @@ def doc_pieces(words: List[str], ends: List[Optional[bool]], length: int) -> Lis
     if length <= 0 or n <= length:
         return [(0, n)]
     out, start = [], 0
-    for i in range(n - 1):
-        size = i + 1 - start
-        if size < length or ends[i] is False:
-            continue
-        if ends[i] is True or size >= 2 * length or sentence_final(words, i):
+    i = length - 1  # a piece's first possible end; the words before it are not read
+    while i < n - 1:
+        if ends[i] is not False and (ends[i] is True or i + 1 - start >= 2 * length
+                                     or sentence_final(words, i)):
             out.append((start, i + 1))
             start = i + 1
+            i += length
+        else:
+            i += 1
     out.append((start, n))
     return out
 
@@ -276,8 +318,19 @@ class ISBNPipe(SavedParts, TrainablePipe):
         """The output tag of end-of-sentence (conditional: 0 is "a word", 1 END)."""
         return self.lexicon.end_tag if self.generative else 1
 
-    def _inputs(self, records: List[TokenRecord]) -> SegmentInputs:
-        return SegmentInputs(records, self.lexicon, generative=self.generative)
+    @property
+    def column_attrs(self) -> Dict[str, Tuple[int, str]]:
+        """What the model reads of a token (:class:`TokenColumns`): per
+        column the spaCy attribute keying its strings and the token
+        attribute giving them (a column not named reads "")."""
+        raise NotImplementedError
+
+    def _columns(self, doc: Doc, tokens: Optional[numpy.ndarray] = None) -> TokenColumns:
+        """What the model reads of ``doc``'s tokens (all, or those at indices ``tokens``)."""
+        return doc_columns(doc, self.column_attrs, tokens)
+
+    def _inputs(self, columns: TokenColumns) -> SegmentInputs:
+        return SegmentInputs(columns, self.lexicon, generative=self.generative)
 
     def token_vectors(self, docs: Sequence[Doc], words: Optional[Sequence[DocWords]] = None
                       ) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:

@@ -7,7 +7,7 @@ import warnings
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy
-from spacy.attrs import DEP, HEAD, IS_SPACE, LOWER, MORPH, POS, TAG
+from spacy.attrs import DEP, HEAD, IS_SPACE, LOWER, MORPH, ORTH, POS, TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.vocab import Vocab
@@ -63,12 +63,13 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
             self._joint_tables = JointTables(self.lexicon)
         return self._joint_tables
 
-    def _records(self, tokens) -> List[TokenRecord]:
-        """What the model reads of each token (tags are ignored when tagging jointly)."""
-        tag_attr = "tag_" if self.cfg["tag_attr"] == "tag" else "pos_"
-        return [
-            TokenRecord(t.text, getattr(t, tag_attr), t.pos_, str(t.morph)) for t in tokens
-        ]
+    @property
+    def column_attrs(self) -> Dict[str, Tuple[int, str]]:
+        """The text, tag (``tag_attr``), POS and morphology (the tags are
+        ignored when tagging jointly)."""
+        tag = (TAG, "tag_") if self.cfg["tag_attr"] == "tag" else (POS, "pos_")
+        return {"text": (ORTH, "text"), "tag": tag, "pos": (POS, "pos_"),
+                "bundle": (MORPH, "morph")}
 
     def _gold_sentences(self, doc: Doc) -> List[Tuple[int, int]]:
         spans = doc.user_data.get(SENTENCES_KEY)
@@ -112,8 +113,9 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
         arcs: List[Tuple[str, int]] = []
         for eg in examples:
             doc = eg.reference
+            columns = self._columns(doc)
             for (start, end), gold, labels in self._gold_trees(doc):
-                sents.append(self._records(doc[start:end]))
+                sents.append(columns.span(start, end).records())
                 for i, (h, lab) in enumerate(zip(gold[1:], labels), start=1):
                     kind = LABELS_ROOT if h == 0 else (LABELS_LEFT if h > i else LABELS_RIGHT)
                     arcs.append((lab, kind))
@@ -152,7 +154,7 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
             doc = eg.reference
             doc_start, first_token = first_token, first_token + len(eg.predicted)
             tagged = self._training_tags(eg)
-            records = self._records(tagged)
+            columns = self._columns(tagged)
             arr = numpy.hstack([tagged.to_array([LOWER, TAG, POS, MORPH]), doc.to_array([HEAD, DEP])])
             chain, prev_end = [], None
             for (start, end), gold, labels in self._gold_trees(doc):
@@ -162,7 +164,7 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
                     if min(label_ids[1:]) < 0:  # a label unseen at initialize
                         self._cache[key] = None
                     else:
-                        inputs = self._inputs(records[start:end])
+                        inputs = self._inputs(columns.span(start, end))
                         self._cache[key] = self.moves.derivation(
                             inputs, (gold, label_ids), self.end_tag, multiroot)
                 deriv = self._cache[key]

@@ -61,29 +61,29 @@ def training_chunks(pipe, examples: List[Example]) -> List[Chunk]:
     for eg in examples:
         doc = eg.reference
         doc_start, first_token = first_token, first_token + len(eg.predicted)
-        records = pipe._records(doc)
+        columns = pipe._columns(doc)
         run: List[Tuple[int, int, list, list]] = []
         for (start, end), gold, labels in pipe._gold_trees(doc):
             ids = [label_ids.get(lab, -1) for lab in labels]
             joins = run and run[-1][1] == start and end - run[0][0] <= CHUNK_WORDS
             if run and not joins:
-                out.append(_chunk(pipe, records, run, doc_start, first_token))
+                out.append(_chunk(pipe, columns, run, doc_start, first_token))
                 run = []
             if min(ids) >= 0:
                 run.append((start, end, gold, ids))
         if run:
-            out.append(_chunk(pipe, records, run, doc_start, first_token))
+            out.append(_chunk(pipe, columns, run, doc_start, first_token))
     return out
 
 
-def _chunk(pipe, records, run, doc_start: int, doc_end: int) -> Chunk:
+def _chunk(pipe, columns, run, doc_start: int, doc_end: int) -> Chunk:
     first = run[0][0]
     heads, labels, ends = [0], [0], []
     for start, end, gold, ids in run:
         heads += [h + start - first if h > 0 else 0 for h in gold[1:]]
         labels += ids
         ends += [False] * (end - start - 1) + [True]
-    rows = pipe._inputs(records[first: run[-1][1]]).rows
+    rows = pipe._inputs(columns.span(first, run[-1][1])).rows
     return Chunk(rows, heads, labels, ends, doc_start + first, doc_end)
 
 

@@ -6,9 +6,10 @@ left-corner derivation (:mod:`..transitions.left_corner`). It generates the
 words given the tags on the Doc and writes benepar's extension attributes
 plus ``doc._.isbn_logprob``. See docs/constituency.md.
 """
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy import util
+from spacy.attrs import ORTH, TAG
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -23,7 +24,7 @@ from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.derivation import Derivation, place_tokens
 from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree
-from ..transitions.lexicon import Lexicon, TokenRecord
+from ..transitions.lexicon import Lexicon
 from .base import ISBNPipe, Part
 
 DEFAULT_MODEL_CONFIG = """
@@ -97,9 +98,10 @@ class ISBNConstituency(ISBNPipe):
         self.system: Optional[LeftCornerSystem] = None
 
     # -- inputs ----------------------------------------------------------------
-    @staticmethod
-    def _records(doc: Doc) -> List[TokenRecord]:
-        return [TokenRecord(t.text, t.tag_, "", "") for t in doc]
+    @property
+    def column_attrs(self) -> Dict[str, Tuple[int, str]]:
+        """The text and the tag (the system's preterminal)."""
+        return {"text": (ORTH, "text"), "tag": (TAG, "tag_")}
 
     def _require_tags(self, doc: Doc) -> None:
         # (the conditional model too: the tags are the system's preterminals)
@@ -113,7 +115,7 @@ class ISBNConstituency(ISBNPipe):
         examples = list(examples)
         trees = [doc_tree(eg.reference) for eg in examples]
         self._set_lexicon(Lexicon(self.cfg["cutoff"]).build(
-            [self._records(eg.reference) for eg in examples], []))
+            [self._columns(eg.reference).records() for eg in examples], []))
         self._set_system(LeftCornerSystem.from_trees(trees, self.cfg["collapse_unaries"],
                                                      tags=self.lexicon.tags))
 
@@ -132,7 +134,7 @@ class ISBNConstituency(ISBNPipe):
         first_token = 0
         for eg in examples:
             tree = doc_tree(eg.reference)
-            inputs = self._inputs(self._records(eg.reference))
+            inputs = self._inputs(self._columns(eg.reference))
             deriv = self.moves.derivation(inputs, tree, self.end_tag)
             if not self.generative:
                 deriv = place_tokens(deriv, first_token, first_token + len(eg.predicted))
@@ -151,7 +153,7 @@ class ISBNConstituency(ISBNPipe):
                 continue
             self._require_tags(doc)
             ends = [doc[i + 1].is_sent_start for i in range(len(doc) - 1)] + [True]
-            segments.append((self._inputs(self._records(doc)), ends))
+            segments.append((self._inputs(self._columns(doc)), ends))
             where.append(d)
         out: List[Optional[SegmentParse]] = [None] * len(docs)
         if segments:

@@ -8,6 +8,7 @@ where the Doc has none, and writes heads, labels and log-probs. How it
 parses, its settings and what it writes: docs/design.md, "What isbn_parser
 does", "Tagging modes" and "Extension attributes".
 """
+from itertools import chain
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
@@ -19,11 +20,12 @@ from thinc.api import Model
 from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
 from ..model.search_step import SearchStep
-from ..search.beam import BeamSearch, SegmentParse
+from ..search.beam import BeamSearch, ParsedSentence, SegmentParse
+from ..transitions.inputs import TokenColumns
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
-from ..transitions.projectivity import deprojectivize
+from ..transitions.projectivity import deprojectivize, is_lifted
 
 TAGGING_MODES = ("auto", "pipeline", "joint")
 @Language.factory(
@@ -169,18 +171,21 @@ class ISBNParser(DependencyPipe):
         its own, so ``doc._.isbn_kbest`` holds every sentence's k best trees."""
         docs = list(docs)
         groups: Dict[bool, list] = {False: [], True: []}
-        doc_inputs = {}
         doc_words = [DocWords(doc) for doc in docs]
+        # all docs' words one after another, read at once: doc d's from first_word[d]
+        inputs = self._inputs(TokenColumns.concat(
+            [self._columns(doc, words.tokens) for doc, words in zip(docs, doc_words)]))
+        first_word = numpy.cumsum([0] + [len(words) for words in doc_words]).tolist()
         for d, (doc, words) in enumerate(zip(docs, doc_words)):
             if len(words) == 0:
                 continue
-            tokens = words.token_list()
-            inputs = doc_inputs[d] = self._inputs(self._records(tokens))
             ends = words.sentence_ends()
             joint = self._tags_jointly(doc)
-            for start, end in doc_pieces([t.text for t in tokens], ends,
+            for start, end in doc_pieces(words, ends,
                                          self.cfg.get("segment_length", 0)):
-                groups[joint].append(((d, start), (inputs.span(start, end), ends[start:end])))
+                groups[joint].append(((d, start), (inputs.span(first_word[d] + start,
+                                                               first_word[d] + end),
+                                                   ends[start:end])))
         vectors = self.token_vectors(docs, doc_words)
         kbest = self.cfg.get("sentence_kbest") and not self.generative
         # with per-sentence k best, the first pass only finds the sentences
@@ -189,12 +194,12 @@ class ISBNParser(DependencyPipe):
         if kbest:
             sentences = []
             for d, pieces in enumerate(out):
-                inputs = doc_inputs.get(d)
                 for offset, seg in pieces:
                     for sent in seg.sentences:
                         start = offset + sent.start
                         n = len(sent.heads)
-                        sentences.append(((d, start), (inputs.span(start, start + n),
+                        sentences.append(((d, start), (inputs.span(first_word[d] + start,
+                                                                   first_word[d] + start + n),
                                                        [False] * (n - 1) + [True])))
             out = self._parse_pieces(len(docs), {False: sentences}, vectors)
         return out
@@ -226,34 +231,34 @@ class ISBNParser(DependencyPipe):
         root, the others attached to it, scored as the empty text (0, no
         sentences, no k best).  Each piece's beam gives its tokens' arc
         probabilities (:meth:`write_confidence`)."""
-        for doc, pieces in zip(docs, parses):
-            words = DocWords(doc)
-            heads = numpy.arange(len(words), dtype="int64")
-            deps = [""] * len(words)
+        decoded = self._decode([sent for pieces in parses for _, seg in pieces
+                                for sents in (seg.sentences, *(s for _, s in seg.kbest))
+                                for sent in sents])
+        # every doc's trees, one doc after another (its pieces cover its words)
+        all_heads, all_deps = decoded.trees([(offset, sent) for pieces in parses
+                                             for offset, seg in pieces for sent in seg.sentences])
+        docs = list(docs)
+        doc_words = [DocWords(doc) for doc in docs]
+        doc_start = 0
+        for doc, words, pieces in zip(docs, doc_words, parses):
+            heads = all_heads[doc_start: doc_start + len(words)]
+            deps = all_deps[doc_start: doc_start + len(words)]
+            doc_start += len(words)
             sentences, kbest = [], []
             for offset, seg in pieces:
+                size = sum(len(sent.heads) for sent in seg.sentences)
                 for sent in seg.sentences:
                     start, end = offset + sent.start, offset + sent.start + len(sent.heads)
-                    sent_heads, sent_labels = self._decode(sent)
-                    heads[start:end] = [start + h for h in sent_heads]
-                    deps[start:end] = sent_labels
                     sentences.append([*words.token_span(start, end), sent.logprob])
                     if sent.tags is not None:
                         self._set_tags(words.token_list(start, end), sent)
                 analyses = []
-                size = sum(len(sent.heads) for sent in seg.sentences)
                 for score, sents in seg.kbest:
-                    tree_heads, tree_labels = [], []
-                    for sent in sents:
-                        sent_heads, sent_labels = self._decode(sent)
-                        start = offset + sent.start
-                        tree_heads.extend(start + h for h in sent_heads)
-                        tree_labels.extend(sent_labels)
-                    if not words.all_words:
-                        token_heads, tree_labels = words.token_trees(
-                            offset, offset + size, tree_heads, tree_labels)
-                        tree_heads = token_heads.tolist()
-                    analyses.append([float(score), tree_heads, tree_labels])
+                    tree = ((heads[offset: offset + size], deps[offset: offset + size])
+                            if sents is seg.sentences else
+                            decoded.trees([(offset, sent) for sent in sents]))
+                    tree_heads, tree_labels = words.token_trees(offset, offset + size, *tree)
+                    analyses.append([float(score), tree_heads.tolist(), tree_labels])
                 kbest.append([*words.token_span(offset, offset + size), analyses])
             if pieces:
                 write_trees(doc, *words.token_trees(0, len(words), heads, deps))
@@ -261,28 +266,31 @@ class ISBNParser(DependencyPipe):
                 write_trees(doc, numpy.zeros(len(doc), dtype="int64"),
                             [self._root_label] + ["dep"] * (len(doc) - 1))
             # the pieces are independent: their scores add up
-            doc._.isbn_logprob = float(sum(seg.logprob for _, seg in pieces))
-            doc._.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
-            doc._.isbn_sentences = sentences
-            doc._.isbn_kbest = kbest
-        self.write_confidence(docs, parses)
+            ext = doc._
+            ext.isbn_logprob = float(sum(seg.logprob for _, seg in pieces))
+            ext.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
+            ext.isbn_sentences = sentences
+            ext.isbn_kbest = kbest
+        self.write_confidence(docs, parses, doc_words)
 
-    def write_confidence(self, docs: Iterable[Doc], parses) -> None:
+    def write_confidence(self, docs: Iterable[Doc], parses,
+                         doc_words: Optional[List[DocWords]] = None) -> None:
         """The arc probabilities of each piece's final beam, as written in
         ``doc._.isbn_kbest`` (:mod:`.arc_confidence`; ``parses`` are not
         read again, the argument is :meth:`predict`'s as for the reranker);
         a conditional beam's scores are log P(trees | words), so its
-        coverage is known."""
+        coverage is known.  ``doc_words``: the docs' words, if read already."""
         temperature = self.cfg.get("confidence_temperature", 1.0)
         outside = self.cfg.get("outside_agreement", 1.0)
-        for doc in docs:
+        docs = list(docs)
+        for doc, words in zip(docs, doc_words or map(DocWords, docs)):
             spans = []
             for start, end, analyses in doc._.isbn_kbest or ():
                 scores, heads, labels = zip(*analyses)
                 covered = 1.0 if self.generative else coverage(scores)
                 spans.append((start, end, *arc_marginals(scores, heads, labels, 0, temperature,
                                                          covered, outside)))
-            write_arc_probs(doc, spans)
+            write_arc_probs(words, spans)
 
     def _set_tags(self, tokens: Iterable[Token], sent) -> None:
         """Write the tags and morphology a joint search chose."""
@@ -300,22 +308,72 @@ class ISBNParser(DependencyPipe):
                 tok.pos_ = tag_str
             tok.set_morph(bundle_str if known_bundle and bundle_str else None)
 
-    def _decode(self, sent) -> Tuple[List[int], List[str]]:
-        """Sentence-local heads (root = self) and labels of a parsed sentence,
-        with the pseudo-projective decoration undone."""
-        labels = self.lexicon.labels
-        heads = [h - 1 if h > 0 else i for i, h in enumerate(sent.heads)]
-        labs = [labels[lab] if lab >= 0 else "dep" for lab in sent.labels]
+    def _decode(self, sentences: List[ParsedSentence]) -> "DecodedTrees":
+        """Parsed sentences' heads and labels, with the pseudo-projective
+        decoration undone: all sentences' in one pass over their arrays,
+        Python per sentence only where one ended with headless words
+        (free_end) or has a lifted arc."""
+        sentences = list({id(sent): sent for sent in sentences}.values())
+        lengths = numpy.array([len(sent.heads) for sent in sentences], dtype="int64")
+        total = int(lengths.sum())
+        raw_heads = numpy.fromiter(chain.from_iterable(s.heads for s in sentences), "int64",
+                                   total)
+        raw_labels = numpy.fromiter(chain.from_iterable(s.labels for s in sentences), "int64",
+                                    total)
+        firsts = numpy.cumsum(lengths) - lengths
+        heads = numpy.where(raw_heads > 0, raw_heads - 1,
+                            numpy.arange(total) - numpy.repeat(firsts, lengths))
+        # no label chosen (-1): "dep"
+        names = numpy.array(self.lexicon.labels + ["dep"], dtype=object)
+        label_rows = numpy.where(raw_labels >= 0, raw_labels, len(names) - 1)
+        labels = names[label_rows]
+        lifted = numpy.array([is_lifted(name) for name in names])
+        repair = (raw_heads == -1) | lifted[label_rows]
+        if total:
+            for k in numpy.flatnonzero(numpy.logical_or.reduceat(repair, firsts)).tolist():
+                first, last = int(firsts[k]), int(firsts[k] + lengths[k])
+                heads[first:last], labels[first:last] = self._repair(
+                    sentences[k], heads[first:last].tolist(), labels[first:last].tolist())
+        # sentence-local heads as the piece's
+        heads += numpy.repeat([sent.start for sent in sentences], lengths).astype("int64")
+        return DecodedTrees(heads, labels, dict(zip(map(id, sentences), firsts.tolist())))
+
+    def _repair(self, sent: ParsedSentence, heads: List[int], labels: List[str]
+                ) -> Tuple[List[int], List[str]]:
+        """A sentence's heads and labels (:meth:`_decode`) where it ended
+        with headless words or has lifted arcs."""
         if self.cfg["multiroot"] and -1 in sent.heads:
             # a sentence ended with headless words (free_end): they are roots
-            labs = [self._root_label if h == -1 else lab for h, lab in zip(sent.heads, labs)]
+            labels = [self._root_label if h == -1 else lab for h, lab in zip(sent.heads, labels)]
         elif -1 in sent.heads:
             # a sentence ended with headless words (free_end): one root, the
             # others attached to it
             root = sent.heads.index(0) if 0 in sent.heads else sent.heads.index(-1)
             if sent.heads[root] == -1:
-                labs[root] = self._root_label
+                labels[root] = self._root_label
             for i, h in enumerate(sent.heads):
                 if h == -1 and i != root:
                     heads[i] = root
-        return deprojectivize(heads, labs, self.cfg["multiroot"])
+        return deprojectivize(heads, labels, self.cfg["multiroot"])
+
+
+class DecodedTrees:
+    """Parsed sentences' decoded trees (:meth:`ISBNParser._decode`): their
+    heads within their piece (0 = its first word) and labels, one sentence
+    after another, and where each sentence's start, by its ``id``."""
+
+    __slots__ = ("heads", "labels", "first")
+
+    def __init__(self, heads: numpy.ndarray, labels: numpy.ndarray, first: Dict[int, int]):
+        self.heads, self.labels, self.first = heads, labels, first
+
+    def trees(self, placed: List[Tuple[int, ParsedSentence]]
+              ) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The heads and labels of sentences ``(offset, sentence)``, one after
+        another: a sentence's heads are its piece's plus ``offset``."""
+        lengths = numpy.array([len(sent.heads) for _, sent in placed], dtype="int64")
+        firsts = numpy.array([self.first[id(sent)] for _, sent in placed], dtype="int64")
+        before = numpy.cumsum(lengths) - lengths  # where each sentence goes in the result
+        rows = numpy.arange(lengths.sum()) + numpy.repeat(firsts - before, lengths)
+        offsets = numpy.array([offset for offset, _ in placed], dtype="int64")
+        return self.heads[rows] + numpy.repeat(offsets, lengths), self.labels[rows]

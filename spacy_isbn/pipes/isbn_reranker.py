@@ -20,7 +20,7 @@ from ..evaluation.metrics import parser_score
 from ..evaluation.reranking import combined
 from ..transitions.arc_eager import sentence_spans_from_heads
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
-from .base import Part, write_trees
+from .base import DocWords, Part, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
 
 
@@ -199,7 +199,7 @@ class ISBNReranker(DependencyPipe):
                 spans.append((start, end, *arc_marginals(
                     combined(feats, weights), heads, labels, int(order[0]), temperature,
                     coverage(feats[:, 0]), outside)))
-            write_arc_probs(doc, spans)
+            write_arc_probs(DocWords(doc), spans)
 
     def annotate(self, docs: Iterable[Doc], candidates: List[ScoredKBest],
                  weights: numpy.ndarray) -> None:

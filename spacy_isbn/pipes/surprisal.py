@@ -44,10 +44,9 @@ class WordSurprisal:
             doc._.isbn_eos_surprisals = []
             if len(words) == 0:
                 continue
-            tokens = words.token_list()
-            inputs = self._inputs(self._records(tokens))
+            inputs = self._inputs(self._columns(doc, words.tokens))
             ends = words.sentence_ends()
-            for start, end in doc_pieces([t.text for t in tokens], ends,
+            for start, end in doc_pieces(words, ends,
                                          self.cfg.get("segment_length", SEGMENT_LENGTH)):
                 items.append((doc, words, start, inputs.span(start, end), ends[start:end]))
         search = BeamSearch(SearchStep(self.model, None), self.moves, beam_width=beam_width,

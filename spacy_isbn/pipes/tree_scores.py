@@ -101,7 +101,7 @@ class ForcedDerivations:
         for doc, _ in items:
             if id(doc) not in read:
                 words = DocWords(doc)
-                read[id(doc)] = words, pipe._inputs(pipe._records(words.token_list()))
+                read[id(doc)] = words, pipe._inputs(pipe._columns(doc, words.tokens))
         all_words = [read[id(doc)][0] for doc, _ in items]
         vectors = None if generative else pipe.token_vectors([doc for doc, _ in items], all_words)
         derived = self._derivations(items, all_words, {d: inputs for d, (_, inputs) in read.items()},

@@ -187,7 +187,8 @@ class Words:
         self.tag = numpy.concatenate([numpy.asarray(w.gen_tag, "int64") for w in segments])
         self.bundle = numpy.concatenate([numpy.asarray(w.gen_bundle, "int64") for w in segments])
         self.form = numpy.concatenate([numpy.asarray(w.gen_form, "int64") for w in segments])
-        self.records = [r for w in segments for r in w.records]
+        # the strings joint tagging reads (Python per token: not built without it)
+        self.records = [r for w in segments for r in w.records] if joint is not None else []
         self._joint_cache: Dict[int, Tuple[numpy.ndarray, numpy.ndarray]] = {}
 
     def candidates(self, pos, toks, tag_lp, top_k: int):

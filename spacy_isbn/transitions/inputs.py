@@ -1,10 +1,104 @@
 """The words of a segment as every transition system's configurations read them."""
-from typing import Dict, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
 from ._arena import MAX_NODE_FEATS, WORD_ROW_WIDTH
-from .lexicon import Lexicon, TokenRecord
+from .lexicon import Lexicon, TokenRecord, bundle_features
+
+
+# how a word's output tag is mixed into the key of a string read under it
+# (an odd multiplier: distinct tags move a key apart in its high bits)
+TAG_MIX = numpy.uint64(0x9E3779B97F4A7C15)
+
+
+class TokenColumns:
+    """The strings the model reads of a segment's tokens (:class:`TokenRecord`'s
+    text, tag, pos and bundle) as columns of keys: ``keys[i, c]``, token i's
+    key of column ``COLUMNS[c]``, and ``source(column, positions)``, the
+    strings of the tokens at ``positions`` from ``offset`` on.  A Doc's keys
+    are spaCy's (string hashes, symbol ids: one string each in every doc,
+    ``shared``), so the lexicon reads a key's string once
+    (:meth:`Lexicon.keyed_ids`); records' keys are their positions."""
+
+    __slots__ = ("keys", "source", "shared", "offset")
+    COLUMNS = ("text", "tag", "pos", "bundle")
+
+    def __init__(self, keys: numpy.ndarray, source: Callable[[str, numpy.ndarray], List[str]],
+                 shared: bool, offset: int = 0):
+        self.keys, self.source, self.shared, self.offset = keys, source, shared, offset
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def from_records(cls, records: Sequence[TokenRecord]) -> "TokenColumns":
+        """Records' strings (hand-made segments), read per token."""
+        records = list(records)
+        positions = numpy.arange(len(records), dtype="uint64")
+        return cls(numpy.repeat(positions[:, None], len(cls.COLUMNS), axis=1),
+                   lambda column, at: [getattr(records[i], column) for i in at.tolist()], False)
+
+    @classmethod
+    def concat(cls, parts: Sequence["TokenColumns"]) -> "TokenColumns":
+        """The tokens of ``parts`` one after another (shared keys all)."""
+        parts = list(parts)
+        firsts = numpy.cumsum([0] + [part.n for part in parts])
+
+        def source(column: str, at: numpy.ndarray) -> List[str]:
+            part_of = numpy.searchsorted(firsts, at, side="right") - 1
+            out: List[str] = [""] * len(at)
+            for k in numpy.unique(part_of).tolist():
+                mine = numpy.flatnonzero(part_of == k)
+                for i, value in zip(mine.tolist(), parts[k].strings(column, at[mine] - firsts[k])):
+                    out[i] = value
+            return out
+
+        keys = numpy.concatenate([numpy.zeros((0, len(cls.COLUMNS)), dtype="uint64")]
+                                 + [part.keys for part in parts])
+        return cls(keys, source, all(part.shared for part in parts))
+
+    def span(self, start: int, end: int) -> "TokenColumns":
+        return TokenColumns(self.keys[start:end], self.source, self.shared, self.offset + start)
+
+    def strings(self, column: str, at: numpy.ndarray) -> List[str]:
+        """The strings of ``column`` of the tokens at ``at``."""
+        return self.source(column, at + self.offset)
+
+    def records(self) -> List[TokenRecord]:
+        """The tokens as records (Python per token: for what reads strings)."""
+        every = numpy.arange(self.n)
+        return [TokenRecord(*fields)
+                for fields in zip(*(self.strings(column, every) for column in self.COLUMNS))]
+
+    def ids(self, lex: Lexicon, column: str, compute: Callable[..., numpy.ndarray],
+            tags: Optional[numpy.ndarray] = None) -> numpy.ndarray:
+        """Per token the row ``compute(strings)`` gives its string of
+        ``column`` (``compute(strings, tags)``: read under output ``tags``,
+        one per token), computed once per key (and tag) while the lexicon is."""
+        keys = self.keys[:, self.COLUMNS.index(column)]
+        name = column
+        if tags is not None:
+            keys = keys ^ (tags.astype("uint64") * TAG_MIX)
+            name = f"{column} by tag"
+
+        def rows_of(at: numpy.ndarray) -> numpy.ndarray:
+            strings = self.strings(column, at)
+            return compute(strings) if tags is None else compute(strings, tags[at].tolist())
+
+        if not self.shared:
+            return rows_of(numpy.arange(self.n))
+        return lex.keyed_ids(name, keys, rows_of)
+
+
+def feature_ids(lex: Lexicon, bundles: Sequence[str]) -> numpy.ndarray:
+    """Per bundle the input ids of its first ``MAX_NODE_FEATS`` features, -1 after them."""
+    out = numpy.full((len(bundles), MAX_NODE_FEATS), -1, dtype="int32")
+    for i, bundle in enumerate(bundles):
+        feats = bundle_features(bundle)[:MAX_NODE_FEATS]
+        out[i, :len(feats)] = [lex.input_id("feats", f) for f in feats]
+    return out
 
 
 class SegmentInputs:
@@ -16,37 +110,61 @@ class SegmentInputs:
     the search sets them per hypothesis as it chooses tags
     (:meth:`JointTables.row`)."""
 
-    __slots__ = ("n", "records", "rows", "gen_tag", "gen_bundle", "gen_form")
+    __slots__ = ("n", "columns", "rows", "gen_tag", "gen_bundle", "gen_form")
 
-    def __init__(self, tokens: Sequence[TokenRecord], lex: Lexicon, generative: bool = True):
+    def __init__(self, columns: TokenColumns, lex: Lexicon, generative: bool = True):
         """``generative = False`` (the conditional model): words are given,
         not generated, so each Shift only decides between the next word
         (output tag 0) and the end of the sentence; the rows still carry each
         word's tag id (the left-corner system's preterminal symbol)."""
-        self.n = len(tokens)
-        self.records = list(tokens)
+        self.n = columns.n
+        self.columns = columns
+        rows = self.rows = numpy.full((self.n, WORD_ROW_WIDTH), -1, dtype="int32")
+        rows[:, 0] = columns.ids(lex, "text", lambda texts: _ids(
+            [lex.input_id("form", text.lower()) for text in texts]))[:, 0]
+        tag_ids = columns.ids(lex, "tag", lambda tags: _ids(
+            [(lex.input_id("tag", tag), lex.output_tag(tag)) for tag in tags], width=2))
+        rows[:, 1], rows[:, 3] = tag_ids[:, 0], tag_ids[:, 1]
+        rows[:, 2] = columns.ids(lex, "pos", lambda pos: _ids(
+            [lex.input_id("pos", p) for p in pos]))[:, 0]
+        rows[:, 5: 5 + MAX_NODE_FEATS] = columns.ids(
+            lex, "bundle", lambda bundles: feature_ids(lex, bundles))
+        out_tag = rows[:, 3].astype("int64")
         if generative:
-            outs = [lex.output_ids(t) for t in tokens]
+            rows[:, 4] = columns.ids(lex, "bundle", lambda bundles, tags: _ids(
+                [lex.bundle_id(tag, b) for b, tag in zip(bundles, tags)]), out_tag)[:, 0]
+            self.gen_tag = out_tag
+            self.gen_bundle = rows[:, 4].astype("int64")
+            self.gen_form = columns.ids(lex, "text", lambda texts, tags: _ids(
+                [lex.form_id(tag, text) for text, tag in zip(texts, tags)]), out_tag)[:, 0]
         else:
-            outs = [(lex.tag_ids.get(t.tag, 0), -1, -1) for t in tokens]
-        self.gen_tag = [o[0] for o in outs] if generative else [0] * self.n
-        self.gen_bundle = [o[1] for o in outs]
-        self.gen_form = [o[2] for o in outs]
-        self.rows = numpy.full((self.n, WORD_ROW_WIDTH), -1, dtype="int32")
-        for i, t in enumerate(tokens):
-            feats = [lex.input_id("feats", f) for f in t.feats[:MAX_NODE_FEATS]]
-            self.rows[i, :5] = (lex.input_id("form", t.form), lex.input_id("tag", t.tag),
-                                lex.input_id("pos", t.pos), outs[i][0], outs[i][1])
-            self.rows[i, 5: 5 + len(feats)] = feats
+            self.gen_tag = numpy.zeros(self.n, dtype="int64")
+            self.gen_bundle = self.gen_form = numpy.full(self.n, -1, dtype="int64")
+
+    @classmethod
+    def from_records(cls, records: Sequence[TokenRecord], lex: Lexicon,
+                     generative: bool = True) -> "SegmentInputs":
+        """A segment of hand-made records (as tests build them)."""
+        return cls(TokenColumns.from_records(records), lex, generative)
+
+    @property
+    def records(self) -> List[TokenRecord]:
+        """The words' strings (joint tagging reads them), built when asked for."""
+        return self.columns.records()
 
     def span(self, start: int, end: int) -> "SegmentInputs":
         """Tokens ``start``..``end`` as a segment of their own."""
         new = SegmentInputs.__new__(SegmentInputs)
         new.n = end - start
-        new.records, new.rows = self.records[start:end], self.rows[start:end]
+        new.columns, new.rows = self.columns.span(start, end), self.rows[start:end]
         new.gen_tag, new.gen_bundle = self.gen_tag[start:end], self.gen_bundle[start:end]
         new.gen_form = self.gen_form[start:end]
         return new
+
+
+def _ids(ids: list, width: int = 1) -> numpy.ndarray:
+    """Rows of ``width`` ids (:meth:`TokenColumns.ids`), one per string."""
+    return numpy.array(ids, dtype="int32").reshape(-1, width)
 
 
 class JointTables:
@@ -55,11 +173,9 @@ class JointTables:
     def __init__(self, lex: Lexicon):
         self.lex = lex
         self.tag_input = [lex.input_id("tag", t) for t in lex.tags]
-        self.feats_input = [
-            [lex.input_id("feats", f) for f in TokenRecord("", tag, "", b).feats[:MAX_NODE_FEATS]]
-            if not b.startswith("\x00") else []
-            for tag, b in lex.bundles
-        ]
+        # an unknown bundle ("\x00unk") has no features
+        self.feats_input = feature_ids(lex, ["" if b.startswith("\x00") else b
+                                             for _, b in lex.bundles])
         self._pos: Dict[Tuple[int, int, str], int] = {}
 
     def pos_string(self, tag: int, bundle: int, form: str) -> str:
@@ -75,10 +191,9 @@ class JointTables:
     def row(self, form_input: int, record: TokenRecord, tag: int, bundle: int) -> numpy.ndarray:
         """The word row of ``record`` generated with output ``tag`` and ``bundle``."""
         row = numpy.full(WORD_ROW_WIDTH, -1, dtype="int32")
-        feats = self.feats_input[bundle]
         row[:5] = (form_input, self.tag_input[tag], self.pos_input(tag, bundle, record.form),
                    tag, bundle)
-        row[5: 5 + len(feats)] = feats
+        row[5: 5 + MAX_NODE_FEATS] = self.feats_input[bundle]
         return row
 
     def candidates(self, record: TokenRecord) -> Tuple[numpy.ndarray, numpy.ndarray]:
@@ -86,5 +201,5 @@ class JointTables:
         form, else all) and its form's output id under each."""
         tags = self.lex.tags_of_form.get(record.form) or range(len(self.lex.tags))
         tags = numpy.asarray(list(tags), dtype="int64")
-        forms = numpy.asarray([self.lex.form_id(int(t), record) for t in tags], dtype="int64")
+        forms = numpy.asarray([self.lex.form_id(int(t), record.text) for t in tags], dtype="int64")
         return tags, forms

@@ -11,11 +11,18 @@ For joint tagging it also holds each tag's most frequent coarse POS, since the
 model generates one tag attribute and reads the other off the words.
 """
 from collections import Counter
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy
+
+from ._keys import KeyIndex
 
 NONE, UNK, ROOT = 0, 1, 2
 N_RESERVED = 3
 N_SIGNATURES = 8
+# the keys a lexicon keeps the ids of per kind (:meth:`Lexicon.keyed_ids`) before it
+# forgets them all: bounded memory on an open vocabulary, a reread now and then
+MAX_KEYED_IDS = 1 << 18
 ROOT_LABELS = ("root", "ROOT")
 
 
@@ -48,7 +55,40 @@ class TokenRecord:
 
     @property
     def feats(self) -> List[str]:
-        return self.bundle.split("|") if self.bundle else []
+        return bundle_features(self.bundle)
+
+
+def bundle_features(bundle: str) -> List[str]:
+    """The features of a morphological bundle ("Number=Sing|Person=3")."""
+    return bundle.split("|") if bundle else []
+
+
+class KeyedIds:
+    """Rows of ids by key (a string's spaCy hash or symbol id: the same
+    string in every doc), each computed once: an array of keys is looked up
+    in one compiled pass, and only the keys not met before reach Python."""
+
+    def __init__(self):
+        self.index = KeyIndex()
+        self.values: Optional[numpy.ndarray] = None  # row k: the ids of the k-th key added
+
+    def get(self, keys: numpy.ndarray, compute: Callable[[numpy.ndarray], numpy.ndarray]
+            ) -> numpy.ndarray:
+        """Per key its row; ``compute(at)``: the rows of ``keys[at]`` (each a new key)."""
+        numbers = self.index.find(keys)
+        new = numpy.flatnonzero(numbers < 0)
+        if len(new) or self.values is None:  # (the first call learns the rows' width)
+            at = new[numpy.unique(keys[new], return_index=True)[1]]
+            rows, size = compute(at), self.index.size
+            if self.values is None or size + len(rows) > len(self.values):
+                grown = numpy.empty((2 * (size + len(rows)), rows.shape[1]), dtype=rows.dtype)
+                if self.values is not None:
+                    grown[:size] = self.values[:size]
+                self.values = grown
+            self.values[size: size + len(rows)] = rows
+            self.index.add(keys[at])
+            numbers[new] = self.index.find(keys[new])
+        return self.values[numbers]
 
 
 class Lexicon:
@@ -149,6 +189,8 @@ class Lexicon:
         for tag, form in self.forms:
             if not form.startswith("\x00"):
                 self.tags_of_form.setdefault(form, []).append(self.tag_ids[tag])
+        # the ids of the strings met in docs, by what they are read as (:meth:`keyed_ids`)
+        self._keyed_ids: Dict[str, KeyedIds] = {}
 
     # -- lookups ------------------------------------------------------------
     @property
@@ -165,21 +207,29 @@ class Lexicon:
     def input_id(self, attr: str, value: str) -> int:
         return self.input_ids[attr].get(value, UNK)
 
-    def output_ids(self, tok: TokenRecord) -> Tuple[int, int, int]:
-        """(tag, bundle, form) output ids; an unseen tag maps to the most
-        frequent-looking fallback, tag 0, rather than failing at parse time."""
-        tag = self.tag_ids.get(tok.tag, 0)
-        tag_str = self.tags[tag] if self.tags else tok.tag
-        bundle = self.bundle_ids.get((tag_str, tok.bundle))
-        if bundle is None:
-            bundle = self.bundle_ranges[tag][0]
-        return tag, bundle, self.form_id(tag, tok)
+    def keyed_ids(self, name: str, keys: numpy.ndarray,
+                  compute: Callable[[numpy.ndarray], numpy.ndarray]) -> numpy.ndarray:
+        """Per key its row of ids (:class:`KeyedIds`), kept while the lexicon
+        is: ``name`` says what the keys are and what ``compute`` reads."""
+        if name not in self._keyed_ids or len(self._keyed_ids[name].index) > MAX_KEYED_IDS:
+            self._keyed_ids[name] = KeyedIds()
+        return self._keyed_ids[name].get(keys, compute)
 
-    def form_id(self, tag: int, tok: TokenRecord) -> int:
-        """The output id of ``tok``'s form generated under output tag ``tag``."""
-        form = self.form_ids.get((self.tags[tag], tok.form))
+    def output_tag(self, tag: str) -> int:
+        """An unseen tag maps to the most frequent-looking fallback, tag 0,
+        rather than failing at parse time."""
+        return self.tag_ids.get(tag, 0)
+
+    def bundle_id(self, tag: int, bundle: str) -> int:
+        """The output id of ``bundle`` generated under output tag ``tag``."""
+        found = self.bundle_ids.get((self.tags[tag], bundle))
+        return self.bundle_ranges[tag][0] if found is None else found
+
+    def form_id(self, tag: int, text: str) -> int:
+        """The output id of the form of ``text`` generated under output tag ``tag``."""
+        form = self.form_ids.get((self.tags[tag], text.lower()))
         if form is None:
-            form = self.form_ranges[tag][0] + signature(tok.text)
+            form = self.form_ranges[tag][0] + signature(text)
         return form
 
     def pos_for(self, tag: str, bundle: str, form: str) -> str:

@@ -55,7 +55,7 @@ class StatePool:
     def add(self, H: numpy.ndarray) -> numpy.ndarray:
         n = H.shape[0]
         if self.size + n > self.data.shape[0]:
-            grown = numpy.zeros((max(2 * self.data.shape[0], self.size + n), self.data.shape[1]),
+            grown = numpy.empty((max(2 * self.data.shape[0], self.size + n), self.data.shape[1]),
                                 dtype="float32")
             grown[: self.size] = self.data[: self.size]
             self.data = grown

@@ -299,6 +299,27 @@ def test_raw_benchmark_runs_each_setting(pipeline, tmp_path):
     assert "| conditional isbn_parser b=4 |" in (tmp_path / "out.md").read_text()
 
 
+def test_benchmark_rows_without_reranking_make_one_pass(pipeline):
+    """A row that does not rerank runs no per-sentence k-best pass, also for
+    a pipeline without a reranker (the latent-links ablation), whose parser
+    was saved with ``sentence_kbest``."""
+    from spacy_isbn.evaluation.raw_text import configure_system
+
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    saved = dict(parser.cfg)
+    try:
+        with nlp.select_pipes(disable=["isbn_reranker"]):
+            parser.cfg["sentence_kbest"] = True
+            names = configure_system(nlp, {"beam": 1, "rerank": False, "model": "x"})
+            assert "isbn_reranker" not in names and parser.cfg["sentence_kbest"] is False
+        assert configure_system(nlp, {"rerank": True, "model": "x"})[-1] == "isbn_reranker"
+        assert parser.cfg["sentence_kbest"] is True
+    finally:
+        parser.cfg.clear()
+        parser.cfg.update(saved)
+
+
 def test_saved_reranked_pipeline_parses_raw_text_in_a_fresh_process(pipeline, tmp_path):
     """The whole pipeline (tok2vec, tagger, conditional parser, reranker)
     saved, then spacy.load in a new interpreter on raw strings: several

@@ -55,7 +55,8 @@ def configure_system(nlp, system: dict) -> List[str]:
         pipe = nlp.get_pipe(name)
         if "beam" in system:
             pipe.cfg["beam_width"] = system["beam"]
-        if rerankers:
+        if rerankers or "rerank" in system:
+            # the per-sentence k-best pass only feeds a reranker
             pipe.cfg["sentence_kbest"] = bool(system.get("rerank"))
     if system.get("rerank") is False:
         names = [n for n in names if n not in rerankers]

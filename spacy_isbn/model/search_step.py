@@ -12,7 +12,8 @@ from ._kernels import head_logprobs, masked_top_k, picked_log_softmax2
 from .features import vector_feature_ids
 from .isbn import PARAMS, Decisions, core_of
 from .meanfield import Observed
-from .step import DecisionHead, LinkedProducts, embedding_table, latent_step, log_softmax, logsumexp, means, row_products
+from .step import (DecisionHead, LinkedProducts, embedding_table, latent_step, log_softmax,
+                   logsumexp, means, row_products)
 
 
 class SearchStep:
@@ -43,7 +44,8 @@ class SearchStep:
         self.heads = {"a": DecisionHead(model, "Wa", "ba"), "l": DecisionHead(model, "Wl", "bl"),
                       "t": DecisionHead(model, "Wt", "bt")}
         # the action, tag and label heads stacked, for :meth:`head_logprobs`
-        self._heads_W = numpy.ascontiguousarray(numpy.vstack([self.p["Wa"], self.p["Wt"], self.p["Wl"]]))
+        self._heads_W = numpy.ascontiguousarray(
+            numpy.vstack([self.p["Wa"], self.p["Wt"], self.p["Wl"]]))
         self._heads_b = numpy.concatenate([self.p["ba"], self.p["bt"], self.p["bl"]])
         self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
@@ -123,7 +125,8 @@ class SearchStep:
         label_cols = [nA + self.nT + 1 + self.label_blocks[a] * self.nL for a in actions]
         head_logprobs(logits, masks.view("uint8"), allowed.view("uint8"),
                       numpy.ascontiguousarray(floor, dtype="float64"), end_legal.view("uint8"),
-                      numpy.asarray(actions, dtype="int64"), numpy.asarray(label_cols, dtype="int64"),
+                      numpy.asarray(actions, dtype="int64"),
+                      numpy.asarray(label_cols, dtype="int64"),
                       self._label_masks_u8, numpy.ascontiguousarray(kinds, dtype="int32"),
                       act_lp, tag_lp, top, top_lp)
         return act_lp, tag_lp, top, top_lp

@@ -87,7 +87,8 @@ def linked_sources(history: numpy.ndarray, src: numpy.ndarray) -> Linked:
     """The rows of ``src`` (N, R) that link to a row of ``history`` by each
     relation, and those means, gathered in one compiled pass.  About half
     the slots are empty, so the product with ``W`` goes one relation at a
-    time over these rows: it is most of a search step's arithmetic."""
+    time over these rows (training's steps; the search multiplies each
+    linked state once, :class:`LinkedProducts`)."""
     src = numpy.ascontiguousarray(src, dtype="int32")
     rows = numpy.empty(src.size, dtype="int64")
     bounds = numpy.empty(src.shape[1] + 1, dtype="int64")
@@ -134,7 +135,8 @@ class LinkedProducts:
         if self.size + src.size > self.max_rows:
             self.clear()
         if self.size + src.size > len(self.rows):
-            grown = numpy.empty((max(2 * len(self.rows), self.size + src.size), nH), dtype=eta.dtype)
+            grown = numpy.empty((max(2 * len(self.rows), self.size + src.size), nH),
+                                dtype=eta.dtype)
             grown[: self.size] = self.rows[: self.size]
             self.rows = grown
         states = numpy.empty(src.size, dtype="int64")

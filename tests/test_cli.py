@@ -485,6 +485,23 @@ def test_unusable_inputs_and_outputs_are_one_line_before_any_work(tmp_path):
     assert f"'input': file '{tmp_path}' is a directory" in _error(["convert", tmp_path, tmp_path / "x.spacy"])
 
 
+def test_a_treebank_split_is_a_file_or_the_asset_folders_conllu_or_conll(tmp_path):
+    """One project command for UD (.conllu) and CoNLL-X (.conll, as DDT)
+    treebanks: a folder stands for its split's file."""
+    from spacy_isbn.cli._util import CliError, split_file
+
+    (tmp_path / "dev.conll").write_text("", encoding="utf8")
+    (tmp_path / "test.conllu").write_text("", encoding="utf8")
+    assert split_file(tmp_path, "dev") == tmp_path / "dev.conll"
+    assert split_file(tmp_path, "test") == tmp_path / "test.conllu"
+    assert split_file(tmp_path / "test.conllu", "train") == tmp_path / "test.conllu"
+    with pytest.raises(CliError, match="no train.conllu or train.conll in this folder"):
+        split_file(tmp_path, "train")
+    assert "no dev.conllu or dev.conll in this folder" in _error(
+        ["error-finder-eval", FIXTURES.parent.parent, FIXTURES, tmp_path / "m.json"])
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_bad_values_and_wrong_pipelines_are_refused_before_any_output(tmp_path):
     empty = tmp_path / "empty.conllu"
     empty.write_text("", encoding="utf8")

@@ -36,6 +36,21 @@ class CliError(UserError):
     """A mistake in the command line itself (a bad value, a missing file)."""
 
 
+# a treebank split: a CoNLL file, or a treebank's asset folder (see split_file)
+IN_SPLIT = dict(exists=True)
+
+
+def split_file(path: Path, split: str) -> Path:
+    """``path`` itself, or in a treebank's asset folder its ``<split>.conllu``
+    or (CoNLL-X, as DDT's) ``<split>.conll``: one project command for both."""
+    if not path.is_dir():
+        return path
+    for name in (f"{split}.conllu", f"{split}.conll"):
+        if (path / name).exists():
+            return path / name
+    raise CliError(f"{path}: no {split}.conllu or {split}.conll in this folder")
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Run one command.  A :class:`UserError`, or a usage mistake click finds,
     ends it with one line ``error: ...`` on stderr and exit status 1."""

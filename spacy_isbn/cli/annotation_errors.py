@@ -9,7 +9,8 @@ import srsly
 
 from ..corpus.conll import read_conll
 from ..corpus.files import atomic_open, project_path, write_json
-from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, choice, load_pipeline, output_file
+from ._util import (IN_DIR, IN_FILE, IN_SPLIT, Arg, CliError, Opt, app, choice, load_pipeline,
+                    output_file, split_file)
 
 TAGS_HELP = "tags the model reads: 'pipeline' (its own tagger and morphologizer) or 'gold' (the file's)"
 Tags = choice("Tags", ("pipeline", "gold"))
@@ -93,14 +94,16 @@ def find_errors_cli(
 def error_finder_eval_cli(
     model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker",
                       **IN_DIR),
-    dev: Path = Arg(..., help="a CoNLL-U file with trees (dev)", **IN_FILE),
+    dev: Path = Arg(..., help="a CoNLL-U or -X file with trees, or a treebank's asset folder "
+                    "(its dev split)", **IN_SPLIT),
     output: Path = Arg(..., help="metrics JSON", dir_okay=False),
     baseline: Optional[Path] = Opt(None, "--baseline", **IN_DIR,
                                    help="a spaCy pipeline whose parser's disagreements are the baseline"),
     rate: float = Opt(0.02, "--rate", help="share of the arcs changed"),
     seed: int = Opt(0, "--seed"),
-    train: Optional[Path] = Opt(None, "--train", **IN_FILE,
-                                help="CoNLL-U whose labels per POS pair the label swaps draw from (default: DEV)"),
+    train: Optional[Path] = Opt(None, "--train", **IN_SPLIT,
+                                help="CoNLL (or an asset folder's train split) whose labels per POS "
+                                "pair the label swaps draw from (default: DEV)"),
     tags: Tags = Opt("pipeline", "--tags", help=TAGS_HELP),
     limit: int = Opt(0, "--limit", min=0, help="only the first N sentences (0: all)"),
 ):
@@ -110,10 +113,11 @@ def error_finder_eval_cli(
 
     if not 0 < rate < 1:  # typer's ranges are closed
         raise CliError(f"--rate {rate}: must be between 0 and 1")
+    dev = split_file(dev, "dev")
     sentences = _sentences(dev)
     if limit:
         sentences = sentences[:limit]
-    labels = label_table(read_conll(train) if train else sentences)
+    labels = label_table(read_conll(split_file(train, "train")) if train else sentences)
     base = load_pipeline(baseline) if baseline is not None else None
     metrics = evaluate_error_finder(load_pipeline(model), sentences, rate=rate, seed=seed, labels=labels,
                                     baseline=base, tags=tags.value, where=model)

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..corpus.fetch import asset_meta
-from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, load_pipeline, numbers, require
+from ._util import (IN_DIR, IN_FILE, Arg, CliError, Opt, app, load_pipeline, numbers, require,
+                    split_file)
 from .data import CONLLX_TAGS_HELP, ConllxTags
 
 
@@ -43,12 +44,7 @@ def raw_benchmark_cli(
         raise CliError("give --isbn-model, --baseline-model or --generative-model")
     if documents is None and treebank is not None:
         documents = document_list(treebank, data_dir)
-    if test.is_dir():
-        found = [test / name for name in ("test.conllu", "test.conll") if (test / name).exists()]
-        if not found:
-            raise CliError(f"{test}: no test.conllu or test.conll in this folder")
-        test = found[0]
-    raw_text.run(test, systems, output, markdown=markdown, documents=documents,
+    raw_text.run(split_file(test, "test"), systems, output, markdown=markdown, documents=documents,
                  batch_size=batch_size)
 
 

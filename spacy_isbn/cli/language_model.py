@@ -4,7 +4,8 @@
 from pathlib import Path
 from typing import Optional
 
-from ._util import IN_DIR, IN_FILE, Arg, Opt, app, choice, load_pipeline, numbers
+from ._util import (IN_DIR, IN_FILE, IN_SPLIT, Arg, Opt, app, choice, load_pipeline, numbers,
+                    split_file)
 
 BEAM_HELP = "the word-synchronous beam's width (wider: tighter estimates, slower)"
 TAG_TOP_K_HELP = "tags (and morphological bundles per tag) expanded per word"
@@ -35,8 +36,9 @@ def surprisal_cli(
 @app.command("perplexity")
 def perplexity_cli(
     model: Path = Arg(..., help="a saved pipeline with a generative ISBN", **IN_DIR),
-    train: Path = Arg(..., help="the training split (CoNLL-U) the n-gram model learns from", **IN_FILE),
-    test: Path = Arg(..., help="the test split (CoNLL-U; # newdoc marks its documents)", **IN_FILE),
+    train: Path = Arg(..., help="the training split (CoNLL-U or -X, or a treebank's asset folder) "
+                      "the n-gram model learns from", **IN_SPLIT),
+    test: Path = Arg(..., help="the test split (as TRAIN; # newdoc marks its documents)", **IN_SPLIT),
     output: Path = Arg(..., help="the metrics JSON (a .md table beside it)", dir_okay=False),
     beams: str = Opt("10,50", "--beams", help="beam widths, comma-separated"),
     order: int = Opt(5, "--order", min=1, help="the n-gram model's order"),
@@ -50,7 +52,8 @@ def perplexity_cli(
 
     widths = numbers(beams, "--beams", int, 1)
     kenlm_binaries(kenlm)  # refused before any work
-    report = perplexity_report(load_pipeline(model), train, test, beams=widths, order=order,
+    report = perplexity_report(load_pipeline(model), split_file(train, "train"),
+                               split_file(test, "test"), beams=widths, order=order,
                                kenlm=kenlm, tag_top_k=tag_top_k)
     write_json(output, report)
     write_text(output.with_suffix(".md"), perplexity_markdown(report))

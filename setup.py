@@ -6,7 +6,6 @@ setup(
     ext_modules=cythonize(
         [
             Extension("spacy_isbn.transitions._arena", ["spacy_isbn/transitions/_arena.pyx"]),
-            Extension("spacy_isbn.transitions._keys", ["spacy_isbn/transitions/_keys.pyx"]),
             Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"]),
             Extension("spacy_isbn.transitions._left_corner",
                       ["spacy_isbn/transitions/_left_corner.pyx"]),

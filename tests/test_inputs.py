@@ -5,21 +5,20 @@ import numpy
 import pytest
 import spacy
 
-from spacy_isbn.transitions._keys import KeyIndex
 from spacy_isbn.transitions.inputs import SegmentInputs, TokenColumns
-from spacy_isbn.transitions.lexicon import Lexicon, TokenRecord
+from spacy_isbn.transitions.lexicon import KeyIndex, Lexicon, TokenRecord
 
 from .test_pipe_base import _train
 
 
 def test_key_index_numbers_keys_in_order_and_grows():
-    index = KeyIndex(4)
+    index = KeyIndex()
     keys = numpy.array([5, 0, 2**64 - 1, 5, 3], dtype="uint64")
     assert index.find(keys).tolist() == [-1] * 5
     index.add(keys)
     assert index.find(keys).tolist() == [0, 1, 2, 0, 3] and len(index) == 4
     many = numpy.random.RandomState(0).randint(0, 2**62, 10000).astype("uint64") * 4
-    index.add(many)  # past its capacity many times
+    index.add(many)
     assert sorted(index.find(many).tolist()) == list(range(4, 4 + len(numpy.unique(many))))
     assert index.find(keys).tolist() == [0, 1, 2, 0, 3]
     assert index.find(numpy.array([7], dtype="uint64")).tolist() == [-1]

@@ -50,9 +50,6 @@ def arc_marginals(scores: Sequence[float], heads: Sequence[Sequence[int]],
     module).  ``scores``, ``heads`` and ``labels``: one per analysis, the
     heads and labels one per token of the span."""
     weights = analysis_weights(scores, temperature) * (covered + (1 - covered) * outside_agreement)
-    if len(weights) == 1:  # one analysis (a beam of 1) agrees with itself on every arc
-        agree = numpy.minimum(numpy.full(len(heads[0]), weights[0]), 1.0)
-        return agree, agree.copy()
     heads = numpy.asarray(heads, dtype="int64")
     labels = numpy.asarray(labels, dtype=object)
     same_head = heads == heads[chosen]

@@ -13,6 +13,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
 from spacy.language import Language
+from spacy.pipeline._parser_internals import nonproj
 from spacy.tokens import Doc, Token
 from spacy.vocab import Vocab
 from thinc.api import Model
@@ -25,7 +26,7 @@ from ..transitions.inputs import TokenColumns
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
-from ..transitions.projectivity import deprojectivize, is_lifted
+from ..transitions.projectivity import deprojectivize
 
 TAGGING_MODES = ("auto", "pipeline", "joint")
 @Language.factory(
@@ -327,7 +328,7 @@ class ISBNParser(DependencyPipe):
         names = numpy.array(self.lexicon.labels + ["dep"], dtype=object)
         label_rows = numpy.where(raw_labels >= 0, raw_labels, len(names) - 1)
         labels = names[label_rows]
-        lifted = numpy.array([is_lifted(name) for name in names])
+        lifted = numpy.array([nonproj.is_decorated(name) for name in names])
         repair = (raw_heads == -1) | lifted[label_rows]
         if total:
             for k in numpy.flatnonzero(numpy.logical_or.reduceat(repair, firsts)).tolist():

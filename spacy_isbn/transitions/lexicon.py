@@ -15,7 +15,6 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ._keys import KeyIndex
 
 NONE, UNK, ROOT = 0, 1, 2
 N_RESERVED = 3
@@ -63,10 +62,45 @@ def bundle_features(bundle: str) -> List[str]:
     return bundle.split("|") if bundle else []
 
 
+class KeyIndex:
+    """uint64 keys (spaCy's string hashes and symbol ids) numbered in the
+    order they came, a whole array of keys looked up at once by binary
+    search over the keys kept sorted."""
+
+    def __init__(self):
+        self.keys = numpy.zeros(0, dtype="uint64")  # sorted
+        self.numbers = numpy.zeros(0, dtype="int64")  # of the sorted keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def size(self) -> int:
+        return len(self.keys)
+
+    def find(self, keys: numpy.ndarray) -> numpy.ndarray:
+        """Each key's number, -1 where it was never added."""
+        keys = numpy.asarray(keys, dtype="uint64")
+        if not len(self.keys):
+            return numpy.full(len(keys), -1, dtype="int64")
+        at = numpy.minimum(numpy.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return numpy.where(self.keys[at] == keys, self.numbers[at], -1)
+
+    def add(self, keys: numpy.ndarray) -> None:
+        """Number the keys not yet in the index, in order, from ``size`` on."""
+        distinct, first = numpy.unique(numpy.asarray(keys, dtype="uint64"), return_index=True)
+        new = self.find(distinct) < 0
+        distinct, first = distinct[new], first[new]
+        numbers = len(self.keys) + numpy.argsort(numpy.argsort(first))
+        keys = numpy.concatenate([self.keys, distinct])
+        order = numpy.argsort(keys, kind="stable")
+        self.keys, self.numbers = keys[order], numpy.concatenate([self.numbers, numbers])[order]
+
+
 class KeyedIds:
     """Rows of ids by key (a string's spaCy hash or symbol id: the same
     string in every doc), each computed once: an array of keys is looked up
-    in one compiled pass, and only the keys not met before reach Python."""
+    at once, and only the keys not met before reach Python."""
 
     def __init__(self):
         self.index = KeyIndex()

@@ -24,17 +24,12 @@ def projectivize(
     return [h - 1 if h > 0 else i for i, h in enumerate(proj[1:])], deco[1:]
 
 
-def is_lifted(label: str) -> bool:
-    """Whether a decorated label (``dep||head_dep``) marks a lifted arc."""
-    return nonproj.is_decorated(label)
-
-
 def deprojectivize(
     heads: Sequence[int], labels: Sequence[str], multiroot: bool
 ) -> Tuple[List[int], List[str]]:
     """Undo :func:`projectivize` on one parsed sentence (heads 0-based, root = self)."""
     heads, labels = list(heads), list(labels)
-    if not any(is_lifted(lab) for lab in labels):
+    if not any(nonproj.is_decorated(lab) for lab in labels):
         return heads, labels
     if not multiroot:
         return _lower(heads, labels)
@@ -48,7 +43,7 @@ def _lower(heads: List[int], labels: List[str]) -> Tuple[List[int], List[str]]:
     lifted from, top-down (see the module docstring)."""
     n = len(heads)
     base = [nonproj.decompose(lab)[0] for lab in labels]
-    pending = {i for i, lab in enumerate(labels) if is_lifted(lab)}
+    pending = {i for i, lab in enumerate(labels) if nonproj.is_decorated(lab)}
     while pending:
         children: List[List[int]] = [[] for _ in range(n)]
         for i, h in enumerate(heads):

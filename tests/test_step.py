@@ -4,6 +4,7 @@ import numpy
 import pytest
 from thinc.api import Model, NumpyOps
 
+from spacy_isbn.model._kernels import embed_link_sum
 from spacy_isbn.model.step import (History, LinkedProducts, Table, embedding_table, latent_step,
                                    means)
 
@@ -112,6 +113,31 @@ def test_linked_products_are_computed_once_with_the_same_bits():
     numpy.testing.assert_array_equal(
         latent_step(core, table, history, src, feats, products=products)[0], expected)
     assert products.size == 5
+
+
+def test_one_pass_sum_adds_features_then_links_in_order():
+    """``embed_link_sum`` (the search's latent step: embedding rows, token
+    vector rows, then each relation's cached product) gives the bits of the
+    separate sums, for a width that is not a whole number of blocks."""
+    rng = numpy.random.RandomState(4)
+    width = 37
+    E, vectors = rng.normal(0, 1, (6, width)), rng.normal(0, 1, (9, width))
+    products, slot = rng.normal(0, 1, (5, width)), numpy.full((4, 2), -1, "int32")
+    slot[0, 0], slot[3, 0], slot[3, 1] = 2, 4, 0
+    feats = numpy.array([[0, 6 + 8, -1, 5], [-1, -1, -1, -1], [6, 1, 6 + 0, 2]], "int32")
+    src = numpy.array([[0, 3], [-1, -1], [3, -1]], "int32")
+    for dtype in ("float32", "float64"):
+        out = numpy.ones((3, width), dtype)
+        embed_link_sum(E.astype(dtype), vectors.astype(dtype), feats, src, slot,
+                       products.astype(dtype), out)
+        expected = numpy.ones((3, width), dtype)
+        for i in range(3):
+            for row in feats[i][feats[i] >= 0]:
+                expected[i] += (E[row] if row < 6 else vectors[row - 6]).astype(dtype)
+            for r, s in enumerate(src[i]):
+                if s >= 0:
+                    expected[i] += products[slot[s, r]].astype(dtype)
+        numpy.testing.assert_array_equal(out, expected)
 
 
 def test_row_products_of_a_state_do_not_depend_on_the_other_rows():

@@ -20,26 +20,89 @@ ctypedef fused real:
     double
 
 
+cdef extern from *:
+    """
+    #define ISBN_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 1)
+    """
+    void ISBN_PREFETCH(const void* p) noexcept nogil
+
+# rows summed at once, and the floats of a row kept in registers per pass
+DEF MAX_SOURCES = 64
+DEF BLOCK = 16
+
+
+cdef void _sum_rows(real* dst, const real** srcs, Py_ssize_t n_src,
+                    Py_ssize_t width) noexcept nogil:
+    """dst += srcs[0] + ... + srcs[n_src - 1], added in that order, a block
+    of floats at a time: each block of ``dst`` is loaded and stored once."""
+    cdef Py_ssize_t c, k, f, end
+    cdef real acc[BLOCK]
+    for c in range(0, width, BLOCK):
+        end = min(BLOCK, width - c)
+        for k in range(end):
+            acc[k] = dst[c + k]
+        for f in range(n_src):
+            for k in range(end):
+                acc[k] += srcs[f][c + k]
+        for k in range(end):
+            dst[c + k] = acc[k]
+
+
+cdef inline const real* _feature_row(const real[:, ::1] table, const real[:, ::1] rest,
+                                     int row) noexcept nogil:
+    return &table[row, 0] if row < table.shape[0] else &rest[row - table.shape[0], 0]
+
+
+cdef void _prefetch_rest(const real[:, ::1] table, const real[:, ::1] rest, const int* ids,
+                         Py_ssize_t n_ids) noexcept nogil:
+    """Ask for the token-vector rows of the next configuration early: they
+    are scattered over a table far larger than the caches."""
+    cdef Py_ssize_t f, c
+    cdef int row
+    for f in range(n_ids):
+        row = ids[f]
+        if row >= table.shape[0]:
+            for c in range(0, rest.shape[1], BLOCK):
+                ISBN_PREFETCH(&rest[row - table.shape[0], c])
+
+
 def embed_sum(const real[:, ::1] table, const real[:, ::1] rest, const int[:, ::1] ids,
               real[:, ::1] out) -> None:
     """out[i] += sum of the rows ids[i, f] over the used f, of ``table``
     and then ``rest`` (row ``len(table) + j`` is ``rest[j]``)."""
-    cdef Py_ssize_t i, f, k
-    cdef int row
-    cdef int n_table = table.shape[0]
+    embed_link_sum(table, rest, ids, None, None, None, out)
+
+
+def embed_link_sum(const real[:, ::1] table, const real[:, ::1] rest, const int[:, ::1] ids,
+                   const int[:, ::1] src, const int[:, ::1] slot, const real[:, ::1] products,
+                   real[:, ::1] out) -> None:
+    """:func:`embed_sum`, then (given ``src``) per relation r that row i
+    links by (``src[i, r]``, -1: none) the product ``products[slot[src[i,
+    r], r]]`` (:class:`~.step.LinkedProducts`): a latent step's whole sum in
+    one pass, in the order of the separate sums."""
+    cdef Py_ssize_t i, f, r, n_src
     cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = out.shape[1]
-    cdef const real* src
-    cdef real* dst
+    cdef Py_ssize_t R = 0 if src is None else src.shape[1]
+    cdef int row
+    cdef const real* srcs[MAX_SOURCES]
+    if n_ids + R > MAX_SOURCES:
+        raise ValueError(f"embed_link_sum: {n_ids} features and {R} links, at most {MAX_SOURCES}")
     with nogil:
         for i in range(n):
-            dst = &out[i, 0]
+            if i + 1 < n:
+                _prefetch_rest(table, rest, &ids[i + 1, 0], n_ids)
+            n_src = 0
             for f in range(n_ids):
                 row = ids[i, f]
-                if row < 0:
-                    continue
-                src = &table[row, 0] if row < n_table else &rest[row - n_table, 0]
-                for k in range(width):
-                    dst[k] += src[k]
+                if row >= 0:
+                    srcs[n_src] = _feature_row(table, rest, row)
+                    n_src += 1
+            for r in range(R):
+                row = src[i, r]
+                if row >= 0:
+                    srcs[n_src] = &products[slot[row, r], 0]
+                    n_src += 1
+            _sum_rows(&out[i, 0], srcs, n_src, width)
 
 
 def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] d_table,
@@ -267,23 +330,6 @@ def new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t[::
                     at += 1
         bounds[R] = at
     return at
-
-
-def add_links(real[:, ::1] eta, const int[:, ::1] src, const int[:, ::1] slot,
-              const real[:, ::1] products) -> None:
-    """eta[i] += the product of each state row i links, relation by relation."""
-    cdef Py_ssize_t i, r, k, n = src.shape[0], R = src.shape[1], width = eta.shape[1]
-    cdef int s
-    cdef const real* row
-    with nogil:
-        for i in range(n):
-            for r in range(R):
-                s = src[i, r]
-                if s < 0:
-                    continue
-                row = &products[slot[s, r], 0]
-                for k in range(width):
-                    eta[i, k] += row[k]
 
 
 def vector_rows(int[:, ::1] feats, const int64_t[::1] cols, const int64_t[::1] offsets,

@@ -8,8 +8,8 @@ import numpy
 from thinc.api import Model
 
 from . import meanfield
-from ._kernels import head_logprobs, masked_top_k, picked_log_softmax2
-from .features import vector_feature_ids
+from ._kernels import head_logprobs, masked_top_k, picked_log_softmax2, vector_rows
+from .features import VEC_ROWS
 from .isbn import PARAMS, Decisions, core_of
 from .meanfield import Observed
 from .step import (DecisionHead, LinkedProducts, embedding_table, latent_step, log_softmax,
@@ -25,6 +25,9 @@ class SearchStep:
         model = self.core = core_of(model)
         self.generates_words = model.attrs["objective"] == "generative"
         self.vector_columns = [tuple(c) for c in model.attrs["vector_columns"]]
+        # (columns, offsets) of the vec templates as vector_rows reads them
+        self._vector_cols = numpy.ascontiguousarray(
+            numpy.asarray(self.vector_columns, dtype="int64").reshape(-1, 2).T)
         self.vectors = vectors
         self.nL = model.get_dim("nL")
         self.nT = model.get_dim("nT")
@@ -73,11 +76,16 @@ class SearchStep:
         return means(self.pre(parents, feats))
 
     def vector_ids(self, feats: numpy.ndarray, tok_base, tok_end) -> numpy.ndarray:
-        """``feats`` with the vec templates' positions as rows of the token
-        vectors (see :func:`vector_feature_ids`); unchanged without vectors."""
-        if self.vectors is None:
+        """``feats`` (int32, C order: changed in place) with the vec
+        templates' positions as rows of the token vectors (see
+        :func:`vector_feature_ids`); unchanged without vectors.  ``tok_base``,
+        ``tok_end``: int64, one per row."""
+        if self.vectors is None or not len(self.vector_columns):
             return feats
-        return vector_feature_ids(feats, self.vector_columns, len(self.p["E"]), tok_base, tok_end)
+        vector_rows(feats, self._vector_cols[0], self._vector_cols[1], len(self.p["E"]), VEC_ROWS,
+                    numpy.ascontiguousarray(tok_base, dtype="int64"),
+                    numpy.ascontiguousarray(tok_end, dtype="int64"))
+        return feats
 
     means = staticmethod(means)
 

@@ -22,7 +22,8 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 import numpy
 from thinc.api import Model, NumpyOps
 
-from ._kernels import add_links, add_rows, embed_scatter, embed_sum, gather_linked, new_links
+from ._kernels import (add_rows, embed_link_sum, embed_scatter, embed_sum, gather_linked,
+                       new_links)
 
 StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
 NUMPY_OPS = NumpyOps()
@@ -116,11 +117,12 @@ class LinkedProducts:
         self.slot[:] = -1
         self.size = 0
 
-    def add_to(self, eta: numpy.ndarray, ops, W: numpy.ndarray, history: numpy.ndarray,
-               src: numpy.ndarray) -> None:
-        """eta[i] += W_r mu[src[i, r]] over the relations r row i links by
-        (-1: none), relation by relation as :func:`latent_step` adds them."""
-        nH = eta.shape[1]
+    def add(self, ops, W: numpy.ndarray, history: numpy.ndarray, src: numpy.ndarray) -> None:
+        """The products W_r mu[src[i, r]] of the relations r each row i links
+        by (-1: none) that are not here yet: then row ``slot[s, r]`` of
+        ``rows`` holds state s's product by relation r."""
+        nH = W.shape[1]
+        dtype = history.dtype
         n_states, R = len(history), src.shape[1]
         if self.slot.shape[0] < n_states or self.slot.shape[1] != R:
             grown = numpy.full((max(n_states, 2 * self.slot.shape[0]), R), -1, dtype="int32")
@@ -129,14 +131,14 @@ class LinkedProducts:
             else:
                 self.size = 0
             self.slot = grown
-        if self.rows is None or self.rows.dtype != eta.dtype:
-            self.rows, self.size = numpy.empty((1024, nH), dtype=eta.dtype), 0
+        if self.rows is None or self.rows.dtype != dtype:
+            self.rows, self.size = numpy.empty((1024, nH), dtype=dtype), 0
             self.slot[:] = -1
         if self.size + src.size > self.max_rows:
             self.clear()
         if self.size + src.size > len(self.rows):
             grown = numpy.empty((max(2 * len(self.rows), self.size + src.size), nH),
-                                dtype=eta.dtype)
+                                dtype=dtype)
             grown[: self.size] = self.rows[: self.size]
             self.rows = grown
         states = numpy.empty(src.size, dtype="int64")
@@ -150,7 +152,6 @@ class LinkedProducts:
                     self.rows[self.size + lo: self.size + hi] = gemm(
                         ops, means[lo:hi], W[r * nH: (r + 1) * nH])
             self.size += n
-        add_links(eta, src, self.slot, self.rows)
 
 
 def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
@@ -171,14 +172,16 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     feats = numpy.ascontiguousarray(feats, dtype="int32")
     eta = numpy.empty((len(feats), nH), dtype=b.dtype)
     eta[:] = b
-    embed_sum(table.E, table.vectors, feats, eta)
     linked = None
     W = core.get_param("W")
     if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
         if products is not None and d_table is None:
-            products.add_to(eta, ops, W, history, numpy.ascontiguousarray(src, dtype="int32"))
+            src = numpy.ascontiguousarray(src, dtype="int32")
+            products.add(ops, W, history, src)
+            embed_link_sum(table.E, table.vectors, feats, src, products.slot, products.rows, eta)
             return eta, None
         linked = linked_sources(numpy.ascontiguousarray(history, dtype=b.dtype), src)
+    embed_sum(table.E, table.vectors, feats, eta)
     if linked is not None and len(linked.rows):
         products = numpy.empty_like(linked.means)
         for r, at in linked.relations():

@@ -247,6 +247,52 @@ def decision_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[
     return out_ints[:, :k], out_floats[:, :k]
 
 
+def feedforward_decision_rows(const int64_t[::1] seg, const int64_t[::1] rows,
+                              const double[::1] scores, const float[:, ::1] act_lp,
+                              const uint8_t[:, ::1] allowed, const double[::1] floor,
+                              const int64_t[:, :, ::1] top, const double[:, :, ::1] top_lp,
+                              const int64_t[::1] ids, const int64_t[::1] labelled,
+                              const int64_t[::1] plain):
+    """:func:`decision_rows` where every decision reads its hypothesis's
+    means (pool id ``ids[i]``, feed-forward): per action of ``labelled``,
+    its ``top`` labels (``top[a, i]``, :meth:`SearchStep.head_logprobs`),
+    then the ``plain`` actions, of the hypotheses where the action is
+    allowed and scores above ``floor`` (the rest cannot enter the beam).
+    The same rows in the same order, without a part per action."""
+    cdef Py_ssize_t N = seg.shape[0], K = top.shape[2], n = 0, i, j, a, k = 0
+    cdef int64_t action
+    cdef double base, score
+    for a in range(labelled.shape[0]):
+        for i in range(N):
+            if allowed[i, labelled[a]] and act_lp[i, labelled[a]] > floor[i]:
+                n += K
+    for a in range(plain.shape[0]):
+        for i in range(N):
+            if allowed[i, plain[a]] and act_lp[i, plain[a]] > floor[i]:
+                n += 1
+    out_ints = numpy.empty((5, n), dtype="int64")
+    out_floats = numpy.empty((1, n), dtype="float64")
+    cdef int64_t[:, ::1] oi = out_ints
+    cdef double[:, ::1] of = out_floats
+    with nogil:
+        for a in range(labelled.shape[0] + plain.shape[0]):
+            action = labelled[a] if a < labelled.shape[0] else plain[a - labelled.shape[0]]
+            for i in range(N):
+                if not (allowed[i, action] and act_lp[i, action] > floor[i]):
+                    continue
+                base = scores[i] + act_lp[i, action]
+                for j in range(K if a < labelled.shape[0] else 1):
+                    score = base + top_lp[a, i, j] if a < labelled.shape[0] else base
+                    if not score > -INFINITY:
+                        continue
+                    oi[0, k], oi[1, k], oi[2, k] = seg[i], rows[i], action
+                    oi[3, k] = top[a, i, j] if a < labelled.shape[0] else -1
+                    oi[4, k] = ids[i]
+                    of[0, k] = score
+                    k += 1
+    return out_ints[:, :k], out_floats[:, :k]
+
+
 def rows_in_groups(const int64_t[::1] group, const uint8_t[::1] in_set):
     """Indices of the entries whose group is in the set and of the others,
     each in order."""

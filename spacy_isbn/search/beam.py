@@ -120,14 +120,16 @@ class BeamSearch:
         out = {"act": act_lp}
         # decisions other than the word's are expanded only where they can
         # still enter the beam: later decisions only lower a score
-        open_ = req["allowed"] & (act_lp > req["floor"][:, None])
-        open_rows = [numpy.flatnonzero(open_[:, action]) for action in range(spec.n_actions)]
         if step.meanfield:
+            open_ = req["allowed"] & (act_lp > req["floor"][:, None])
+            open_rows = [numpy.flatnonzero(open_[:, action]) for action in range(spec.n_actions)]
             a_word = self._decisions_meanfield(eta, masks, open_rows, kinds, after, out, pool)
             tag_lp = step.tag_logprobs(step.means(a_word), end_legal)
         else:
+            # every decision reads the step's means: filed as they are
+            # (lockstep's feedforward_decision_rows)
             a_word = eta
-            self._decisions_feedforward(open_rows, top, top_lp, ids, out)
+            out["feedforward"] = (top, top_lp, ids)
         word = spec.word_action
         tag_lp[~masks[:, word]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]
@@ -175,22 +177,10 @@ class BeamSearch:
         ``H`` and their log-probs."""
         return self.step.top_labels(H, action, kinds, min(self.label_top_k, self.step.nL))
 
-    def _decisions_feedforward(self, open_rows, top, top_lp, ids, out: dict) -> None:
-        """Per labelled action the top-k labels of its ``open_rows`` (rows of
-        ``top``, ``top_lp``: :meth:`SearchStep.head_logprobs`), and the
-        states after labelled and plain actions: feed-forward, every decision
-        reads the step's means (``ids``)."""
-        out["labelled"], out["plain"] = {}, {}
-        for k, action in enumerate(self.spec.labelled_actions):
-            rows = open_rows[action]
-            out["labelled"][action] = (rows, top[k, rows], top_lp[k, rows],
-                                       numpy.broadcast_to(ids[rows, None], (len(rows), top.shape[2])))
-        for action in self.spec.plain_actions:
-            out["plain"][action] = (open_rows[action], ids[open_rows[action]])
-
     def _decisions_meanfield(self, eta, masks, open_rows, kinds, after, out: dict,
                              pool: StatePool) -> numpy.ndarray:
-        """:meth:`_decisions_feedforward` with mean field: the means
+        """Per labelled action the top-k labels of its ``open_rows`` and the
+        states after labelled and plain actions, with mean field: the means
         re-estimated after each open action and after the word action where it
         is legal (one solve for all), labels scored with them, then after each
         top-k label (one solve for all labelled actions).  Returns the logits

@@ -9,8 +9,8 @@ import numpy
 
 from .arrays import (PREFIX_ROWS, Agenda, Candidates, Hypotheses, ParsedSentence, SegmentParse,
                      Shifted, StatePool, Words)
-from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, fronts, keep_top,
-                      rows_in_groups, shift_rows, top_per_group)
+from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, feedforward_decision_rows,
+                      fronts, keep_top, rows_in_groups, shift_rows, top_per_group)
 
 NEG_INF = -numpy.inf
 
@@ -50,6 +50,8 @@ class Lockstep:
         self.j = numpy.zeros(len(segments), dtype="int64")  # the token to be shifted next
         self.pops = numpy.zeros(len(segments), dtype="int64")
         self.width = numpy.full(len(segments), search.beam_width, dtype="int64")
+        self.labelled = numpy.asarray(search.spec.labelled_actions, dtype="int64")
+        self.plain = numpy.asarray(search.spec.plain_actions, dtype="int64")
         self.results: List[Optional[SegmentParse]] = [None] * len(segments)
         # SegmentParse.prefix of all tokens (search.prefix_probs)
         self.prefix = (numpy.full((len(PREFIX_ROWS), len(self.words.tag)), numpy.nan)
@@ -186,15 +188,20 @@ class Lockstep:
         # width too: between shifts the search stays best-first among B
         # pending hypotheses; out of budget with nothing shifted, only the
         # single best is followed
-        parts = [(action, at, top, top_lp, action_states)
-                 for action, (at, top, top_lp, action_states) in out["labelled"].items()]
-        parts += [(action, at, None, None, action_states)
-                  for action, (at, action_states) in out["plain"].items()]
+        allowed = req["allowed"].view("uint8")
+        if "feedforward" in out:
+            decisions = feedforward_decision_rows(seg, rows, scores, out["act"], allowed,
+                                                  req["floor"], *out["feedforward"],
+                                                  self.labelled, self.plain)
+        else:
+            parts = [(action, at, top, top_lp, action_states)
+                     for action, (at, top, top_lp, action_states) in out["labelled"].items()]
+            parts += [(action, at, None, None, action_states)
+                      for action, (at, action_states) in out["plain"].items()]
+            decisions = decision_rows(seg, rows, scores, out["act"], allowed, parts)
         limit = numpy.where((self.pops > s.max_expansions)
                             & (numpy.bincount(self.shifted.seg, minlength=len(self.n)) == 0), 1, B)
-        self.agenda = Agenda(*keep_top([decision_rows(seg, rows, scores, out["act"],
-                                                       req["allowed"].view("uint8"), parts)],
-                                        0, 0, limit))
+        self.agenda = Agenda(*keep_top([decisions], 0, 0, limit))
         self._compact_pool()
 
     # -- ending a word step -------------------------------------------------------

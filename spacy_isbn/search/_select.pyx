@@ -199,6 +199,77 @@ def shift_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1
     return out_ints[:, :k], out_floats[:, :k]
 
 
+def given_word_shift_rows(const int64_t[::1] seg, const int64_t[::1] rows,
+                          const double[::1] scores, const float[:, ::1] act_lp,
+                          const float[:, ::1] tag_lp, const uint8_t[:, ::1] masks,
+                          const uint8_t[:, ::1] allowed, const uint8_t[::1] may_end,
+                          const uint8_t[::1] has_next, const int64_t[::1] next_tok,
+                          const int64_t[::1] start_tok, const double[::1] floor,
+                          const int64_t[::1] word_tag, const int64_t[::1] word_bundle,
+                          const int64_t[::1] ids, const float[::1] first_tag_lp,
+                          int64_t first_state, Py_ssize_t word):
+    """:func:`shift_rows` of a conditional model's round, its candidates
+    made in the same pass: the words are given, so a Shift's only outcome
+    is the given tag of the next token ``next_tok[q]`` (``tag_lp``, END
+    last, -inf where the word action is not legal by ``masks``), read by
+    the hypothesis's own means (``ids[q]``); and where the sentence may end
+    (``start_tok[q]`` >= 0), the next sentence's first word from the start
+    state (``first_tag_lp``, pool id ``first_state``).  Candidates whose
+    word and tag cannot beat ``floor`` are left out, as the search's
+    general path leaves them out.  The same rows in the same order."""
+    cdef Py_ssize_t N = seg.shape[0], q, k = 0, end_tag = tag_lp.shape[1] - 1
+    cdef int64_t tok, tag
+    cdef float word_lp, lp, end_lp
+    cdef double shift_score, end_score, score
+    out_ints = numpy.empty((6, 3 * N), dtype="int64")
+    out_floats = numpy.empty((3, 3 * N), dtype="float64")
+    end_arr = numpy.empty(N, dtype="float64")
+    cdef int64_t[:, ::1] oi = out_ints
+    cdef double[:, ::1] of = out_floats
+    cdef double[::1] end_scores = end_arr
+    with nogil:
+        for q in range(N):  # the next word (CONT), in the hypotheses' order
+            word_lp = act_lp[q, word]
+            shift_score = scores[q] + word_lp if allowed[q, word] else -INFINITY
+            end_lp = tag_lp[q, end_tag] if masks[q, word] else -INFINITY
+            end_scores[q] = shift_score + end_lp if may_end[q] else -INFINITY
+            tok = next_tok[q]
+            if tok < 0 or not masks[q, word]:
+                continue
+            tag = word_tag[tok]
+            lp = tag_lp[q, tag]
+            if not <float>(word_lp + lp) > floor[q] or not lp > -INFINITY:
+                continue
+            score = shift_score + lp
+            if score > -INFINITY:
+                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _CONT
+                oi[3, k], oi[4, k], oi[5, k] = tag, word_bundle[tok], ids[q]
+                of[0, k], of[1, k], of[2, k] = score, end_scores[q], 0.0
+                k += 1
+        for q in range(N):  # the segment's last sentence ends (END)
+            if end_scores[q] > -INFINITY and not has_next[q]:
+                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _END
+                oi[3, k], oi[4, k], oi[5, k] = -1, -1, -1
+                of[0, k], of[1, k], of[2, k] = end_scores[q], end_scores[q], 0.0
+                k += 1
+        for q in range(N):  # a sentence ends and the next one's first word (NEXT)
+            tok = start_tok[q]
+            if tok < 0 or not masks[q, word]:
+                continue
+            end_lp = tag_lp[q, end_tag]
+            if not end_lp > -INFINITY or not <float>(act_lp[q, word] + end_lp) > floor[q]:
+                continue
+            tag = word_tag[tok]
+            lp = first_tag_lp[tag]
+            score = end_scores[q] + lp
+            if lp > -INFINITY and score > -INFINITY:
+                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _NEXT
+                oi[3, k], oi[4, k], oi[5, k] = tag, word_bundle[tok], first_state
+                of[0, k], of[1, k], of[2, k] = score, end_scores[q], 0.0
+                k += 1
+    return out_ints[:, :k], out_floats[:, :k]
+
+
 def decision_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1] scores,
                   const float[:, ::1] act_lp, const uint8_t[:, ::1] allowed, list parts):
     """The agenda entries of a round's decisions other than the word's, as

@@ -17,6 +17,7 @@ from ..model.search_step import SearchStep
 from ..transitions.inputs import JointTables, SegmentInputs
 from ..transitions.system import TransitionSystem
 from .arrays import Candidates, ParsedSentence, SegmentParse, StatePool, Words
+from ._select import given_word_shift_rows
 from .lockstep import Lockstep
 
 __all__ = ["BeamSearch", "ParsedSentence", "SegmentParse"]
@@ -24,6 +25,11 @@ NEG_INF = -numpy.inf
 
 
 class BeamSearch:
+    # a conditional model's Shifts (words and tags given) are scored and filed
+    # in one compiled pass (given_word_shift_rows) rather than through
+    # _generate and shift_rows: the same rows (tests compare the two)
+    file_given_words = True
+
     def __init__(
         self,
         step: SearchStep,
@@ -130,6 +136,17 @@ class BeamSearch:
             # (lockstep's feedforward_decision_rows)
             a_word = eta
             out["feedforward"] = (top, top_lp, ids)
+            if self.file_given_words and not step.generates_words and words.joint is None:
+                # words and tags given: a Shift's outcomes are filed as they
+                # are scored, in one compiled pass (the rows of the path below)
+                first_state = (pool.add(self._start_heads[0])[0] if req["start_tok"].max() >= 0
+                               else -1)
+                out["shifts"] = given_word_shift_rows(
+                    req["seg"], req["rows"], req["scores"], act_lp, tag_lp, masks.view("uint8"),
+                    req["allowed"].view("uint8"), req["may_end"], req["has_next"],
+                    req["next_tok"], req["start_tok"], req["floor"], words.tag, words.bundle, ids,
+                    self._start_heads[1][0], first_state, spec.word_action)
+                return out
         word = spec.word_action
         tag_lp[~masks[:, word]] = NEG_INF
         end_lp = tag_lp[:, self.end_tag]

@@ -167,20 +167,26 @@ class Lockstep:
         for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)
         req["next_tok"], req["start_tok"] = next_tok, start_tok
+        req["seg"], req["rows"], req["scores"] = seg, rows, scores
+        req["may_end"], req["has_next"] = may_end, has_next
         req["floor"] = threshold[seg] - scores
         start = time.perf_counter()
         out = s._score(req, self.words, self.pool)
         s.timing["array_seconds"] += time.perf_counter() - start
         # normalised over Phi as in training; decisions that would leave the
         # sentence unfinishable at its known last word are only filtered out
-        word = spec.word_action
-        shift_scores = numpy.where(req["allowed"][:, word], scores + out["act"][:, word], NEG_INF)
-        end_scores = numpy.where(may_end.view(bool), shift_scores + out["end"], NEG_INF)
         # Shifts (generating the next word, ending the segment's last sentence,
         # or ending a sentence and generating the next one's first word) join
         # the shifted table
-        new = shift_rows(seg, rows, shift_scores, end_scores, has_next,
-                         out["cont"], out["first"])
+        if "shifts" in out:
+            new = out["shifts"]
+        else:
+            word = spec.word_action
+            shift_scores = numpy.where(req["allowed"][:, word], scores + out["act"][:, word],
+                                       NEG_INF)
+            end_scores = numpy.where(may_end.view(bool), shift_scores + out["end"], NEG_INF)
+            new = shift_rows(seg, rows, shift_scores, end_scores, has_next,
+                             out["cont"], out["first"])
         self.shifted = Shifted(*keep_top([(self.shifted.ints, self.shifted.floats), new], 0, 0,
                                           self.width))
         # labelled actions (top-k labels) and plain ones make the new agenda

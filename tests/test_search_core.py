@@ -277,24 +277,28 @@ def test_word_head_picks_are_two_log_softmaxes(dtype):
                                   atol=1e-4 if dtype == "float32" else 1e-10)
 
 
-def test_masked_top_k_is_the_best_of_the_masked_log_softmax():
+@pytest.mark.parametrize("k", [1, 4])
+def test_masked_top_k_is_the_best_of_the_masked_log_softmax(k):
     from spacy_isbn.model._kernels import masked_top_k
 
     rng = numpy.random.default_rng(2)
-    logits = rng.normal(size=(5, 12)).astype("float32")
-    logits[0, 3] = logits[0, 7]  # a tie: the lower column first
-    masks = rng.random((3, 12)) < 0.6
+    logits = rng.normal(size=(6, 12)).astype("float32")
+    logits[0, 7] = logits[0, :].max()  # a tie for the best: the lower column first
+    logits[0, 3] = logits[0, 7]
+    masks = rng.random((4, 12)) < 0.6
+    masks[0, [3, 7]] = True
     masks[2] = False
     masks[2, [1, 4]] = True  # fewer allowed columns than k
-    kinds = numpy.array([0, 1, 2, 0, 1], dtype="int32")
-    top = numpy.empty((5, 4), dtype="int64")
-    top_lp = numpy.empty((5, 4))
+    masks[3] = False  # none allowed
+    kinds = numpy.array([0, 1, 2, 0, 1, 3], dtype="int32")
+    top = numpy.empty((6, k), dtype="int64")
+    top_lp = numpy.empty((6, k))
     masked_top_k(logits, masks.astype("uint8"), kinds, top, top_lp)
-    for i in range(5):
+    for i in range(6):
         allowed = numpy.flatnonzero(masks[kinds[i]])
         x = logits[i, allowed].astype("float64")
-        lp = x - x.max() - numpy.log(numpy.exp(x - x.max()).sum())
-        best = sorted(zip(-lp, allowed))[:4]
+        lp = x - x.max() - numpy.log(numpy.exp(x - x.max()).sum()) if len(x) else x
+        best = sorted(zip(-lp, allowed))[:k]
         n = len(best)
         assert top[i, :n].tolist() == [int(c) for _, c in best]
         numpy.testing.assert_allclose(top_lp[i, :n], [-v for v, _ in best], atol=1e-6)

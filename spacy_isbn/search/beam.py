@@ -49,7 +49,10 @@ class BeamSearch:
         self.moves = moves
         self.spec = moves.spec
         self.beam_width = max(1, beam_width)
-        self.label_top_k = max(1, label_top_k)
+        # a label beyond the beam width's best of its arc never enters the
+        # agenda, which keeps at most beam_width entries per segment: the
+        # arc's better labels score higher and come first (greedy: the best)
+        self.label_top_k = max(1, min(label_top_k, self.beam_width))
         self.multiroot = multiroot
         self.joint = joint
         self.tag_top_k = max(1, tag_top_k)

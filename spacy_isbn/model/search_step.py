@@ -50,6 +50,7 @@ class SearchStep:
         self._heads_W = numpy.ascontiguousarray(
             numpy.vstack([self.p["Wa"], self.p["Wt"], self.p["Wl"]]))
         self._heads_b = numpy.concatenate([self.p["ba"], self.p["bt"], self.p["bl"]])
+        self._label_columns: dict = {}  # labelled actions -> (them, their label blocks' columns)
         self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
 
@@ -130,13 +131,16 @@ class SearchStep:
         tag_lp = numpy.empty((N, self.nT + 1), dtype=logits.dtype)
         top = numpy.empty((len(actions), N, k), dtype="int64")
         top_lp = numpy.empty((len(actions), N, k))
-        label_cols = [nA + self.nT + 1 + self.label_blocks[a] * self.nL for a in actions]
+        actions = tuple(actions)
+        if actions not in self._label_columns:  # the actions' label blocks in the logits
+            self._label_columns[actions] = (
+                numpy.asarray(actions, dtype="int64"),
+                numpy.array([nA + self.nT + 1 + self.label_blocks[a] * self.nL for a in actions],
+                            dtype="int64"))
         head_logprobs(logits, masks.view("uint8"), allowed.view("uint8"),
                       numpy.ascontiguousarray(floor, dtype="float64"), end_legal.view("uint8"),
-                      numpy.asarray(actions, dtype="int64"),
-                      numpy.asarray(label_cols, dtype="int64"),
-                      self._label_masks_u8, numpy.ascontiguousarray(kinds, dtype="int32"),
-                      act_lp, tag_lp, top, top_lp)
+                      *self._label_columns[actions], self._label_masks_u8,
+                      numpy.ascontiguousarray(kinds, dtype="int32"), act_lp, tag_lp, top, top_lp)
         return act_lp, tag_lp, top, top_lp
 
     def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:

@@ -117,7 +117,7 @@ def _row(summaries: List[dict], seconds: float, ceiling: float = None) -> dict:
 
 
 def parse_benchmark(model: Path, corpus: Path, output: Path, words: int = 1_000_000,
-                    workers: int = 2, shard_size: int = 1000, batch_size: int = 64,
+                    workers: int = 2, shard_size: int = 1000, batch_size: int = 1000,
                     beam_width: int = 0, work_dir: Path = None) -> dict:
     """Measure, write ``output`` (JSON) and return it; the text corpus and the
     parse outputs live in a temporary directory (under ``work_dir``)."""

@@ -28,7 +28,7 @@ class ParseJob:
     text_unit: str = "line"
     output_format: str = "conllu"
     shard_size: int = 1000
-    batch_size: int = 64
+    batch_size: int = 1000
     beam_width: int = 0  # 0: the pipeline's own
     max_chars: int = 100_000
     n_process: int = 1

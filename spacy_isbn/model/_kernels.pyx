@@ -170,21 +170,17 @@ cdef void _masked_top_k_row(const real* row, Py_ssize_t width, const unsigned ch
     """One row of :func:`masked_top_k`: ``top``/``top_lp`` hold its ``K`` places."""
     cdef Py_ssize_t k, j, n_top = 0, n_allowed = 0
     cdef double mx = 0, lse, v
-    if K == 1:  # the greedy search's case: the first best allowed column
-        for k in range(width):
-            if allowed[k] and (n_allowed == 0 or row[k] > mx):
-                mx = row[k]
-                top[0] = k
-            n_allowed += allowed[k] != 0
-        top_lp[0] = mx
-        n_top = 1 if n_allowed else 0
-    for k in range(width if K > 1 else 0):
+    for k in range(width):
         if not allowed[k]:
             continue
         v = row[k]
         if n_allowed == 0 or v > mx:
             mx = v
+            if K == 1:  # the greedy search's case: the first best column
+                top_lp[0], top[0], n_top = v, k, 1
         n_allowed += 1
+        if K == 1:
+            continue
         # insert into the sorted top list
         if n_top < K or v > top_lp[n_top - 1]:
             j = n_top if n_top < K else K - 1

@@ -148,6 +148,17 @@ def counts_and_kth(const int64_t[::1] group, const double[::1] score, Py_ssize_t
     return count_arr, kth_arr
 
 
+cdef inline Py_ssize_t _shift_row(int64_t[:, ::1] oi, double[:, ::1] of, Py_ssize_t k,
+                                  int64_t seg, int64_t row, int kind, int64_t tag, int64_t bundle,
+                                  int64_t state, double score, double end_score,
+                                  double lex) noexcept nogil:
+    """Writes one Shift at row ``k`` (``_Shifted``'s columns); returns the next row."""
+    oi[0, k], oi[1, k], oi[2, k] = seg, row, kind
+    oi[3, k], oi[4, k], oi[5, k] = tag, bundle, state
+    of[0, k], of[1, k], of[2, k] = score, end_score, lex
+    return k + 1
+
+
 cdef Py_ssize_t _file_candidates(int64_t[:, ::1] oi, double[:, ::1] of, Py_ssize_t k, int kind,
                                  const int64_t[::1] seg, const int64_t[::1] rows,
                                  const double[::1] base_score, const double[::1] end_score,
@@ -162,10 +173,21 @@ cdef Py_ssize_t _file_candidates(int64_t[:, ::1] oi, double[:, ::1] of, Py_ssize
         q = pos[i]
         score = base_score[q] + lp[i]
         if score > -INFINITY:
-            oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], kind
-            oi[3, k], oi[4, k], oi[5, k] = tag[i], bundle[i], state[i]
-            of[0, k], of[1, k], of[2, k] = score, end_score[q], lex[i]
-            k += 1
+            k = _shift_row(oi, of, k, seg[q], rows[q], kind, tag[i], bundle[i], state[i], score,
+                           end_score[q], lex[i])
+    return k
+
+
+cdef Py_ssize_t _file_ends(int64_t[:, ::1] oi, double[:, ::1] of, Py_ssize_t k,
+                           const int64_t[::1] seg, const int64_t[::1] rows,
+                           const double[::1] end_score, const uint8_t[::1] has_next) noexcept nogil:
+    """Writes the Shifts that end a segment's last sentence (END) from row
+    ``k`` on; returns the next row."""
+    cdef Py_ssize_t q
+    for q in range(seg.shape[0]):
+        if end_score[q] > -INFINITY and not has_next[q]:
+            k = _shift_row(oi, of, k, seg[q], rows[q], _END, -1, -1, -1, end_score[q],
+                           end_score[q], 0.0)
     return k
 
 
@@ -181,19 +203,14 @@ def shift_rows(const int64_t[::1] seg, const int64_t[::1] rows, const double[::1
     cdef const double[::1] f_lp = numpy.asarray(first.lp, dtype="float64")
     cdef const double[::1] c_lex = numpy.asarray(cont.lex, dtype="float64")
     cdef const double[::1] f_lex = numpy.asarray(first.lex, dtype="float64")
-    cdef Py_ssize_t n = len(cont.pos) + seg.shape[0] + len(first.pos), q, k
+    cdef Py_ssize_t n = len(cont.pos) + seg.shape[0] + len(first.pos), k
     out_ints = numpy.empty((6, n), dtype="int64")
     out_floats = numpy.empty((3, n), dtype="float64")
     cdef int64_t[:, ::1] oi = out_ints
     cdef double[:, ::1] of = out_floats
     k = _file_candidates(oi, of, 0, _CONT, seg, rows, shift_score, end_score, cont.pos, c_lp,
                          cont.tag, cont.bundle, cont.state, c_lex)
-    for q in range(seg.shape[0]):
-        if end_score[q] > -INFINITY and not has_next[q]:
-            oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _END
-            oi[3, k], oi[4, k], oi[5, k] = -1, -1, -1
-            of[0, k], of[1, k], of[2, k] = end_score[q], end_score[q], 0.0
-            k += 1
+    k = _file_ends(oi, of, k, seg, rows, end_score, has_next)
     k = _file_candidates(oi, of, k, _NEXT, seg, rows, end_score, end_score, first.pos, f_lp,
                          first.tag, first.bundle, first.state, f_lex)
     return out_ints[:, :k], out_floats[:, :k]
@@ -242,16 +259,9 @@ def given_word_shift_rows(const int64_t[::1] seg, const int64_t[::1] rows,
                 continue
             score = shift_score + lp
             if score > -INFINITY:
-                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _CONT
-                oi[3, k], oi[4, k], oi[5, k] = tag, word_bundle[tok], ids[q]
-                of[0, k], of[1, k], of[2, k] = score, end_scores[q], 0.0
-                k += 1
-        for q in range(N):  # the segment's last sentence ends (END)
-            if end_scores[q] > -INFINITY and not has_next[q]:
-                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _END
-                oi[3, k], oi[4, k], oi[5, k] = -1, -1, -1
-                of[0, k], of[1, k], of[2, k] = end_scores[q], end_scores[q], 0.0
-                k += 1
+                k = _shift_row(oi, of, k, seg[q], rows[q], _CONT, tag, word_bundle[tok], ids[q],
+                               score, end_scores[q], 0.0)
+        k = _file_ends(oi, of, k, seg, rows, end_scores, has_next)
         for q in range(N):  # a sentence ends and the next one's first word (NEXT)
             tok = start_tok[q]
             if tok < 0 or not masks[q, word]:
@@ -263,10 +273,8 @@ def given_word_shift_rows(const int64_t[::1] seg, const int64_t[::1] rows,
             lp = first_tag_lp[tag]
             score = end_scores[q] + lp
             if lp > -INFINITY and score > -INFINITY:
-                oi[0, k], oi[1, k], oi[2, k] = seg[q], rows[q], _NEXT
-                oi[3, k], oi[4, k], oi[5, k] = tag, word_bundle[tok], first_state
-                of[0, k], of[1, k], of[2, k] = score, end_scores[q], 0.0
-                k += 1
+                k = _shift_row(oi, of, k, seg[q], rows[q], _NEXT, tag, word_bundle[tok],
+                               first_state, score, end_scores[q], 0.0)
     return out_ints[:, :k], out_floats[:, :k]
 
 
@@ -330,37 +338,33 @@ def feedforward_decision_rows(const int64_t[::1] seg, const int64_t[::1] rows,
     then the ``plain`` actions, of the hypotheses where the action is
     allowed and scores above ``floor`` (the rest cannot enter the beam).
     The same rows in the same order, without a part per action."""
-    cdef Py_ssize_t N = seg.shape[0], K = top.shape[2], n = 0, i, j, a, k = 0
+    cdef Py_ssize_t N = seg.shape[0], K = top.shape[2], A = labelled.shape[0]
+    cdef Py_ssize_t n = 0, i, j, a, k = 0
     cdef int64_t action
     cdef double base, score
-    for a in range(labelled.shape[0]):
+    for a in range(A + plain.shape[0]):
+        action = labelled[a] if a < A else plain[a - A]
         for i in range(N):
-            if allowed[i, labelled[a]] and act_lp[i, labelled[a]] > floor[i]:
-                n += K
-    for a in range(plain.shape[0]):
-        for i in range(N):
-            if allowed[i, plain[a]] and act_lp[i, plain[a]] > floor[i]:
-                n += 1
+            if allowed[i, action] and act_lp[i, action] > floor[i]:
+                n += K if a < A else 1
     out_ints = numpy.empty((5, n), dtype="int64")
     out_floats = numpy.empty((1, n), dtype="float64")
     cdef int64_t[:, ::1] oi = out_ints
     cdef double[:, ::1] of = out_floats
     with nogil:
-        for a in range(labelled.shape[0] + plain.shape[0]):
-            action = labelled[a] if a < labelled.shape[0] else plain[a - labelled.shape[0]]
+        for a in range(A + plain.shape[0]):
+            action = labelled[a] if a < A else plain[a - A]
             for i in range(N):
                 if not (allowed[i, action] and act_lp[i, action] > floor[i]):
                     continue
                 base = scores[i] + act_lp[i, action]
-                for j in range(K if a < labelled.shape[0] else 1):
-                    score = base + top_lp[a, i, j] if a < labelled.shape[0] else base
-                    if not score > -INFINITY:
-                        continue
-                    oi[0, k], oi[1, k], oi[2, k] = seg[i], rows[i], action
-                    oi[3, k] = top[a, i, j] if a < labelled.shape[0] else -1
-                    oi[4, k] = ids[i]
-                    of[0, k] = score
-                    k += 1
+                for j in range(K if a < A else 1):
+                    score = base + top_lp[a, i, j] if a < A else base
+                    if score > -INFINITY:
+                        oi[0, k], oi[1, k], oi[2, k] = seg[i], rows[i], action
+                        oi[3, k], oi[4, k] = (top[a, i, j] if a < A else -1), ids[i]
+                        of[0, k] = score
+                        k += 1
     return out_ints[:, :k], out_floats[:, :k]
 
 

@@ -115,6 +115,33 @@ def test_linked_products_are_computed_once_with_the_same_bits():
     assert products.size == 5
 
 
+def test_compiled_link_products_give_the_bits_of_blis():
+    """``link_products`` (a relation's few rows; the rest left to BLIS):
+    W_r mu_s for each row, close to float64's product, and where
+    ``fma_matches_blis`` (so where the search uses it) the very bits of
+    ``ops.gemm``, at widths that are and are not whole blocks of 64."""
+    from spacy_isbn.model._kernels import link_products
+    from spacy_isbn.model.step import fma_matches_blis
+
+    rng = numpy.random.default_rng(5)
+    ops = NumpyOps()
+    for width in (37, 128):
+        history = rng.random((30, width)).astype("float32")
+        W = rng.normal(0, 0.3, (3 * width, width)).astype("float32")
+        states = rng.integers(0, 30, size=24)
+        bounds = numpy.array([0, 1, 1, 24])  # one row, none, 23 rows
+        out = numpy.full((24, width), 7.0, dtype="float32")
+        link_products(history, states, bounds, W, out, 20)
+        assert (out[1:] == 7.0).all()  # more than max_rows: left alone
+        link_products(history, states, bounds, W, out, 23)
+        for r, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            W_r = W[r * width: (r + 1) * width]
+            exact = history[states[lo:hi]].astype("float64") @ W_r.astype("float64")
+            numpy.testing.assert_allclose(out[lo:hi], exact, rtol=1e-5, atol=1e-5)
+            if fma_matches_blis(width) and hi > lo:
+                numpy.testing.assert_array_equal(out[lo:hi], ops.gemm(history[states[lo:hi]], W_r))
+
+
 def test_one_pass_sum_adds_features_then_links_in_order():
     """``embed_link_sum`` (the search's latent step: embedding rows, token
     vector rows, then each relation's cached product) gives the bits of the

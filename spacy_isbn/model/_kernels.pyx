@@ -23,8 +23,44 @@ ctypedef fused real:
 cdef extern from *:
     """
     #define ISBN_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 1)
+
+    /* out = h @ W (W: K x N, row-major), each entry one chain of fused
+       multiply-adds over k in order from zero: the arithmetic of BLIS's
+       sgemm micro-kernels, without their packing of W on every call. */
+    static inline __attribute__((always_inline)) void isbn_row_times(
+            const float* h, const float* W, long K, long N, float* out) {
+        long c = 0;
+        for (; c + 64 <= N; c += 64) {
+            float acc[64];
+            for (int j = 0; j < 64; j++) acc[j] = 0.0f;
+            for (long k = 0; k < K; k++) {
+                const float hk = h[k];
+                const float* w = W + k * N + c;
+                for (int j = 0; j < 64; j++) acc[j] = __builtin_fmaf(hk, w[j], acc[j]);
+            }
+            for (int j = 0; j < 64; j++) out[c + j] = acc[j];
+        }
+        for (; c < N; c++) {
+            float a = 0.0f;
+            for (long k = 0; k < K; k++) a = __builtin_fmaf(h[k], W[k * N + c], a);
+            out[c] = a;
+        }
+    }
+    /* compiled for FMA units, chosen at run time; else libm's exact fmaf */
+    __attribute__((target("avx2,fma"))) static void isbn_row_times_fma(
+            const float* h, const float* W, long K, long N, float* out) {
+        isbn_row_times(h, W, K, N, out);
+    }
+    static void isbn_row_times_any(const float* h, const float* W, long K, long N, float* out) {
+        if (__builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2"))
+            isbn_row_times_fma(h, W, K, N, out);
+        else
+            isbn_row_times(h, W, K, N, out);
+    }
     """
     void ISBN_PREFETCH(const void* p) noexcept nogil
+    void isbn_row_times_any(const float* h, const float* W, long K, long N,
+                            float* out) noexcept nogil
 
 # rows summed at once, and the floats of a row kept in registers per pass
 DEF MAX_SOURCES = 64
@@ -313,6 +349,23 @@ def add_rows(real[:, ::1] out, const int64_t[::1] order, const real[:, ::1] rows
         for j in range(order.shape[0]):
             for k in range(width):
                 out[order[j], k] += rows[j, k]
+
+
+def link_products(const float[:, ::1] history, const int64_t[::1] states,
+                  const int64_t[::1] bounds, const float[:, ::1] W, float[:, ::1] out,
+                  Py_ssize_t max_rows) -> None:
+    """out[i] = history[states[i]] @ W_r for the rows i of each relation r
+    (``bounds[r]:bounds[r + 1]``; W: the relations' (nH, nH) blocks stacked)
+    that has at most ``max_rows`` rows; the others are left to BLIS, which
+    is faster on many rows.  Each entry is a chain of fused multiply-adds
+    in order, BLIS's own arithmetic (see ``step.fma_matches_blis``)."""
+    cdef Py_ssize_t r, i, nH = W.shape[1]
+    with nogil:
+        for r in range(bounds.shape[0] - 1):
+            if bounds[r + 1] - bounds[r] > max_rows:
+                continue
+            for i in range(bounds[r], bounds[r + 1]):
+                isbn_row_times_any(&history[states[i], 0], &W[r * nH, 0], nH, nH, &out[i, 0])
 
 
 def new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t[::1] states,

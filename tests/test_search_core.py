@@ -138,6 +138,27 @@ def test_state_pool_compaction_changes_nothing(trained, monkeypatch):
     parser.cfg.update(beam_width=10, segment_length=1000)
 
 
+def test_a_search_reusing_the_last_pool_changes_nothing(trained):
+    """A search takes the arrays of the thread's last state pool (fresh
+    memory is slow to write): after a longer doc's search, and with its
+    linked products cleared, a short doc parses as in a fresh process."""
+    from spacy_isbn.search import arrays
+
+    nlp, parser, _ = trained
+    parser.cfg.update(beam_width=6, segment_length=0)
+    words, tags = _long_doc(nlp, 1)
+    arrays._spare.pool = None
+    fresh = parser(make_doc(nlp.vocab, words[:9], tags[:9]))
+    parser(make_doc(nlp.vocab, words, tags))
+    data = arrays._spare.pool[0]
+    again = parser(make_doc(nlp.vocab, words[:9], tags[:9]))
+    assert arrays._spare.pool[0] is data  # the same arrays, handed on
+    assert [t.head.i for t in again] == [t.head.i for t in fresh]
+    assert again._.isbn_kbest == fresh._.isbn_kbest
+    assert again._.isbn_logprob == fresh._.isbn_logprob
+    parser.cfg.update(beam_width=10, segment_length=1000)
+
+
 def test_top_per_group_matches_a_lexicographic_sort():
     from spacy_isbn.search._select import top_per_group
 

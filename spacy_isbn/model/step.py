@@ -135,10 +135,11 @@ class LinkedProducts:
         self.slot = numpy.full((0, 0), -1, dtype="int32")  # state, relation -> row
         self.rows: Optional[numpy.ndarray] = None
         self.size = 0
+        self.states_seen = 0  # the leading rows of ``slot`` that may hold a row
 
     def clear(self) -> None:
-        self.slot[:] = -1
-        self.size = 0
+        self.slot[: self.states_seen] = -1
+        self.size = self.states_seen = 0
 
     def add(self, ops, W: numpy.ndarray, history: numpy.ndarray, src: numpy.ndarray) -> None:
         """The products W_r mu[src[i, r]] of the relations r each row i links
@@ -164,6 +165,7 @@ class LinkedProducts:
                                 dtype=dtype)
             grown[: self.size] = self.rows[: self.size]
             self.rows = grown
+        self.states_seen = max(self.states_seen, n_states)
         states = numpy.empty(src.size, dtype="int64")
         bounds = numpy.empty(R + 1, dtype="int64")
         n = new_links(src, self.slot, self.size, states, bounds)

@@ -108,7 +108,7 @@ class BeamSearch:
         candidates for its first word."""
         step, spec = self.step, self.spec
         masks, end_legal, kinds = req["masks"], req["end_legal"], req["label_kinds"]
-        eta = step.pre_linked(pool.data, req["src"], req["feats"], pool.products)
+        eta = step.pre_linked(pool.data[: pool.size], req["src"], req["feats"], pool.products)
         H = step.means(eta)
         N = len(H)
         if step.meanfield:

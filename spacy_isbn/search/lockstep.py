@@ -59,6 +59,7 @@ class Lockstep:
 
     def release(self) -> None:
         self.states = None
+        self.pool.release()
 
     # -- the loop -------------------------------------------------------------------
     def run(self) -> List[SegmentParse]:

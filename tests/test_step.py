@@ -142,6 +142,26 @@ def test_compiled_link_products_give_the_bits_of_blis():
                 numpy.testing.assert_array_equal(out[lo:hi], ops.gemm(history[states[lo:hi]], W_r))
 
 
+def test_picked_log_softmax_normalises_each_row_once_over_its_mask():
+    """The forced derivations' decisions: decision i's target log-prob under
+    row ``row_of[i]``'s softmax over the allowed columns; -inf for a target
+    not allowed and for a row with nothing allowed; no masks: all columns."""
+    from spacy_isbn.model._kernels import picked_log_softmax
+    from spacy_isbn.model.step import log_softmax, masked_log_softmax
+
+    rng = numpy.random.default_rng(6)
+    logits = rng.normal(0, 3, (3, 5)).astype("float32")
+    masks = numpy.array([[1, 1, 0, 1, 1], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]], "uint8")
+    row_of, target = numpy.array([0, 0, 2, 1, 0]), numpy.array([3, 2, 4, 0, 0])
+    out = numpy.empty(5, "float32")
+    picked_log_softmax(logits, masks, row_of, target, out)
+    expected = masked_log_softmax(logits, masks.astype(bool))[row_of, target]
+    numpy.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert numpy.isneginf(out[[1, 3]]).all()
+    picked_log_softmax(logits, numpy.zeros((0, 5), "uint8"), row_of, target, out)
+    numpy.testing.assert_allclose(out, log_softmax(logits)[row_of, target], rtol=1e-6)
+
+
 def test_one_pass_sum_adds_features_then_links_in_order():
     """``embed_link_sum`` (the search's latent step: embedding rows, token
     vector rows, then each relation's cached product) gives the bits of the

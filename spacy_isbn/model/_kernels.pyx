@@ -15,6 +15,8 @@ the exponentials vectorise."""
 from libc.math cimport INFINITY, exp, expf, log, logf
 from libc.stdint cimport int64_t
 
+import numpy
+
 ctypedef fused real:
     float
     double
@@ -260,22 +262,57 @@ def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
                               &top_lp[i, 0])
 
 
+cdef bint _masked_lse(const real* row, Py_ssize_t width, const unsigned char* allowed,
+                      double* lse) noexcept nogil:
+    """lse = log(sum(exp(row))) over the ``allowed`` columns (NULL: all);
+    False when none is allowed."""
+    cdef Py_ssize_t k, n_allowed = 0
+    cdef double mx = 0, total = 0
+    for k in range(width):
+        if allowed != NULL and not allowed[k]:
+            continue
+        if n_allowed == 0 or row[k] > mx:
+            mx = row[k]
+        n_allowed += 1
+    for k in range(width):
+        if allowed == NULL or allowed[k]:
+            total += exp(row[k] - mx)
+    lse[0] = mx + log(total) if n_allowed else 0
+    return n_allowed > 0
+
+
 cdef void _masked_log_softmax_row(const real* row, Py_ssize_t width, const unsigned char* allowed,
                                   real* out) noexcept nogil:
     """out = log_softmax(row) over the ``allowed`` columns, -inf elsewhere
     (everywhere when none is allowed)."""
-    cdef Py_ssize_t k, n_allowed = 0
-    cdef double mx = 0, total = 0, lse
-    for k in range(width):
-        if allowed[k] and (n_allowed == 0 or row[k] > mx):
-            mx = row[k]
-        n_allowed += allowed[k] != 0
-    for k in range(width):
-        if allowed[k]:
-            total += exp(row[k] - mx)
-    lse = mx + log(total) if n_allowed else 0
+    cdef Py_ssize_t k
+    cdef double lse
+    _masked_lse(row, width, allowed, &lse)
     for k in range(width):
         out[k] = <real>(row[k] - lse) if allowed[k] else -INFINITY
+
+
+def picked_log_softmax(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
+                       const int64_t[::1] row_of, const int64_t[::1] target,
+                       real[::1] out) -> None:
+    """out[i] = log_softmax(logits[row_of[i]])[target[i]] over the columns
+    ``masks[row_of[i]]`` allows (``masks`` with no rows: all of them), -inf
+    where the target is not allowed; each row's normalizer computed once.
+    The forced derivations' decisions, as the search's softmaxes compute them."""
+    cdef Py_ssize_t d, i, width = logits.shape[1]
+    cdef bint all_allowed = masks.shape[0] == 0
+    cdef double[::1] lse = numpy.empty(logits.shape[0])
+    cdef unsigned char[::1] any_allowed = numpy.empty(logits.shape[0], dtype="uint8")
+    with nogil:
+        for d in range(logits.shape[0]):
+            any_allowed[d] = _masked_lse(&logits[d, 0], width,
+                                         NULL if all_allowed else &masks[d, 0], &lse[d])
+        for i in range(row_of.shape[0]):
+            d = row_of[i]
+            if any_allowed[d] and (all_allowed or masks[d, target[i]]):
+                out[i] = <real>(logits[d, target[i]] - lse[d])
+            else:
+                out[i] = -INFINITY
 
 
 def head_logprobs(const real[:, ::1] logits, const unsigned char[:, ::1] masks,

@@ -478,6 +478,10 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
     heads = decision_heads(model)
     for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch):
+        if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
+            numpy.add.at(ll, group_of[key][sel], heads[key].picked(
+                M[key][sel], ob.mask, ob.target, rows_lo, K=len(ob.b)))
+            continue
         lp, bp = heads[key].score(M[key][sel], mask, ob.target, rows_lo=rows_lo)
         numpy.add.at(ll, group_of[key][sel], lp)
         pieces.append((key, sel, group_of[key][sel], bp))

@@ -13,8 +13,9 @@ A derivation may go on from a state scored before (``batch.context``, the
 end of the sentence before it, linked as ``CONTEXT``), whose means are
 given.  The outputs are exactly :func:`.isbn.forward`'s: every product is row-wise
 (``ops.gemm``, :func:`.step.row_products`), as are the feature sums and the
-softmaxes, so a node's numbers are the bits the plain forward gives each
-of its states, and the log-probs are added up in the plain forward's order.
+softmaxes (both forwards score with :meth:`.step.DecisionHead.picked`), so
+a node's numbers are the bits the plain forward gives each of its states,
+and the log-probs are added up in the plain forward's order.
 """
 from functools import lru_cache
 from typing import Tuple
@@ -108,10 +109,14 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
     for key, sel, ob, mask, rows_lo in scored_decisions(decisions_of(model), batch):
         rows = node[sel]
         # a distribution per distinct (node, Phi)
-        one, inverse = distinct_rows(rows[:, None] if ob.mask is None else numpy.concatenate(
-            [rows[:, None], numpy.packbits(mask, axis=1)], axis=1))
-        logp = heads[key].logprobs(H[rows[one]], mask[one], rows_lo=rows_lo)
-        numpy.add.at(ll, group_of[key][sel], logp[inverse, ob.target])
+        if ob.mask is None:
+            _, one, inverse = numpy.unique(rows, return_index=True, return_inverse=True)
+        else:
+            one, inverse = distinct_rows(numpy.concatenate(
+                [rows[:, None], numpy.packbits(mask, axis=1)], axis=1))
+        logp = heads[key].picked(H[rows[one]], None if ob.mask is None else mask[one],
+                                 ob.target, rows_lo, inverse.reshape(-1), K=len(ob.b))
+        numpy.add.at(ll, group_of[key][sel], logp)
     if not final:
         return ll
     return ll, H[node[numpy.arange(B), batch.valid.sum(axis=1) - 1]]

@@ -24,7 +24,7 @@ import numpy
 from thinc.api import Model, NumpyOps
 
 from ._kernels import (add_rows, embed_link_sum, embed_scatter, embed_sum, gather_linked,
-                       link_products, new_links)
+                       link_products, new_links, picked_log_softmax)
 
 StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
 NUMPY_OPS = NumpyOps()
@@ -363,6 +363,23 @@ class DecisionHead:
         contiguous Phi range)."""
         W, b = self._rows(rows_lo, mask.shape[1])
         return masked_log_softmax(row_products(self.model.ops, H, W) + b, mask)
+
+    def picked(self, H, mask, targets, rows_lo=None, row_of=None, K=None) -> numpy.ndarray:
+        """The log-prob of each decision's target: decision i reads state
+        ``row_of[i]`` of ``H`` (default: state i), whose outcomes ``mask``
+        (a row per state; None: all K) allows; each state's softmax once,
+        compiled (``picked_log_softmax``, the search's arithmetic).  What
+        scoring (no training) reads, the plain forward and the shared one alike."""
+        K = mask.shape[1] if mask is not None else K
+        W, b = self._rows(rows_lo, K)
+        logits = numpy.ascontiguousarray(row_products(self.model.ops, H, W) + b)
+        row_of = numpy.arange(len(H)) if row_of is None else row_of
+        out = numpy.empty(len(row_of), dtype=logits.dtype)
+        masks = numpy.zeros((0, K), "uint8") if mask is None else mask.view("uint8")
+        picked_log_softmax(logits, numpy.ascontiguousarray(masks),
+                           numpy.ascontiguousarray(row_of, dtype="int64"),
+                           numpy.ascontiguousarray(targets, dtype="int64"), out)
+        return out
 
     def _rows(self, rows_lo, K):
         if rows_lo is None:

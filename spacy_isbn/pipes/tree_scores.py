@@ -48,10 +48,12 @@ class SentenceScore(NamedTuple):
 
 class _Piece(NamedTuple):
     """What one forward row scores: a derivation (a chain of sentences), the
-    word each head's decisions at each state go to (numbered along the
-    chain) and its sentences as (item, sentence, words)."""
+    word (0-based, numbered along the chain) each state's action and label
+    go to and the word it generates, and its sentences as (item, sentence,
+    words)."""
     deriv: Derivation
-    groups: Dict[str, numpy.ndarray]
+    action_words: numpy.ndarray
+    generated_words: numpy.ndarray
     sentences: List[Tuple[int, int, int]]
 
 
@@ -137,14 +139,14 @@ class ForcedDerivations:
                                      begins):
             members = [of[id(d)] for d in batch]
             arrays = DerivationBatch.from_derivations(batch)
-            arrays.groups, offset = {key: numpy.zeros(arrays.valid.shape, dtype="int64")
-                                     for key in HEADS}, 0
+            # two outputs per word: the decisions about the tree, the word's generation
+            tree_out, word_out = (numpy.zeros(arrays.valid.shape, dtype="int64") for _ in range(2))
+            offset = 0
             for b, piece in enumerate(members):
-                # two outputs per word: the decisions about the tree, the word's generation
-                for key in HEADS:
-                    arrays.groups[key][b, : len(piece.groups[key])] = \
-                        2 * (piece.groups[key] + offset) + (key not in ACTION_HEADS)
+                tree_out[b, : len(piece.action_words)] = 2 * (piece.action_words + offset)
+                word_out[b, : len(piece.generated_words)] = 2 * (piece.generated_words + offset) + 1
                 offset += sum(n for _, _, n in piece.sentences)
+            arrays.groups = {key: tree_out if key in ACTION_HEADS else word_out for key in HEADS}
             if vectors is not None:
                 arrays.vectors = vectors[0]
             if finals is None:
@@ -207,7 +209,9 @@ class ForcedDerivations:
             actions = numpy.full((len(derivs), max(d.n_states for d in derivs)), -1, dtype="int32")
             for row, d in zip(actions, derivs):
                 row[: d.n_states] = d.action
-            act, gen = pipe.moves.decision_words(actions, end - start)
+            # 0-based (state 0's action: none, counted with the first word's)
+            act, gen = (numpy.maximum(w, 1) - 1 for w in pipe.moves.decision_words(
+                actions, end - start))
             for b, ((i, k, _), d) in enumerate(zip(trees, derivs)):
                 derived[i, k] = d, (act[b, : d.n_states], gen[b, : d.n_states])
         return derived
@@ -239,14 +243,12 @@ class ForcedDerivations:
         head's decisions numbered by word along it."""
         if not chain:
             return []
-        groups: Dict[str, List[numpy.ndarray]] = {key: [] for key in HEADS}
-        base = 0
-        for _, _, n, _, (act, gen) in chain:
-            for key in HEADS:
-                word = act if key in ACTION_HEADS else gen
-                groups[key].append(base + numpy.maximum(word, 1) - 1)
-            base += n
+        if len(chain) == 1:
+            i, k, n, deriv, (act, gen) = chain[0]
+            return [_Piece(deriv, act, gen, [(i, k, n)])]
+        bases = numpy.cumsum([0] + [n for _, _, n, _, _ in chain[:-1]])
+        act = numpy.concatenate([base + a for base, (*_, (a, _)) in zip(bases, chain)])
+        gen = numpy.concatenate([base + g for base, (*_, (_, g)) in zip(bases, chain)])
         deriv = chain_derivations([c[3] for c in chain], self.pipe.moves.spec.sentence_link)
-        return [_Piece(deriv, {key: numpy.concatenate(g) for key, g in groups.items()},
-                       [(i, k, n) for i, k, n, _, _ in chain])]
+        return [_Piece(deriv, act, gen, [(i, k, n) for i, k, n, _, _ in chain])]
 

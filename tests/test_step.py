@@ -162,6 +162,32 @@ def test_picked_log_softmax_normalises_each_row_once_over_its_mask():
     numpy.testing.assert_allclose(out, log_softmax(logits)[row_of, target], rtol=1e-6)
 
 
+def test_ranged_decisions_are_each_tags_softmax_of_its_rows():
+    """A bundle or form head's decisions (``DecisionHead.ranged_picked``):
+    each the log-softmax of its state's logits over its tag's range of the
+    head's rows, at the target row; one distribution per (state, tag), in
+    float32 and float64, states repeated and decisions in any order."""
+    from spacy_isbn.model.step import DecisionHead, log_softmax
+
+    rng = numpy.random.default_rng(7)
+    ranges = numpy.array([[0, 3], [3, 4], [4, 9]])
+    for dtype in ("float32", "float64"):
+        W, b = rng.normal(0, 1, (9, 6)).astype(dtype), rng.normal(0, 1, 9).astype(dtype)
+        model = Model("heads", lambda *a: None, params={"Wf": None, "bf": None})
+        model.set_param("Wf", W)
+        model.set_param("bf", b)
+        head = DecisionHead(model, "Wf", "bf")
+        H = rng.random((4, 6)).astype(dtype)
+        states, tags = numpy.array([2, 0, 2, 2, 1]), numpy.array([2, 0, 2, 1, 2])
+        targets = numpy.array([8, 1, 4, 3, 5])
+        got = head.ranged_picked(H, states, tags, targets, ranges)
+        for i in range(5):
+            lo, hi = ranges[tags[i]]
+            expected = log_softmax(H[states[i]] @ W[lo:hi].T + b[lo:hi])[targets[i] - lo]
+            assert got[i] == pytest.approx(expected, rel=1e-5, abs=1e-6)
+        assert got[3] == 0.0  # a one-row range is certain
+
+
 def test_one_pass_sum_adds_features_then_links_in_order():
     """``embed_link_sum`` (the search's latent step: embedding rows, token
     vector rows, then each relation's cached product) gives the bits of the

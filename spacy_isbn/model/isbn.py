@@ -302,6 +302,7 @@ class Decisions:
 
 
 HEADS = ("a", "l", "t", "b", "f")  # action, label, tag (+ END), bundle, form
+SOFTMAX_HEADS = ("a", "l", "t")  # one softmax (masked by Phi) over all the head's rows
 
 
 def _decision_positions(batch: DerivationBatch) -> dict:
@@ -386,12 +387,12 @@ def decision_heads(model: Model) -> dict:
     return {key: DecisionHead(model, "W" + key, "b" + key) for key in HEADS}
 
 
-def scored_decisions(dec: Decisions, batch: DerivationBatch):
-    """Every decision of the batch, one softmax per head (per tag for
-    bundles and forms): (head, its (b, t) pairs, their Observed group, their
-    Phi mask, the first row of the head's W the group reads or None)."""
+def scored_decisions(dec: Decisions, batch: DerivationBatch, keys: Sequence[str] = HEADS):
+    """Every decision of the batch by the heads ``keys``, one softmax per head
+    (per tag for bundles and forms): (head, its (b, t) pairs, their Observed
+    group, their Phi mask, the first row of the head's W the group reads or None)."""
     positions = _decision_positions(batch)
-    for key in HEADS:
+    for key in keys:
         b, t = numpy.nonzero(positions[key] >= 0)
         if not b.size:
             continue
@@ -399,6 +400,25 @@ def scored_decisions(dec: Decisions, batch: DerivationBatch):
             mask = ob.mask if ob.mask is not None else numpy.ones(
                 (len(ob.rows), len(ob.b)), dtype=bool)
             yield key, (b[ob.rows], t[ob.rows]), ob, mask, ob.lo if key in ("b", "f") else None
+
+
+# the heads whose outcomes are a range of their rows per tag: what a decision
+# generates, and the model's ranges
+RANGED_HEADS = {"b": ("gen_bundle", "bundle_ranges"), "f": ("gen_form", "form_ranges")}
+
+
+def ranged_decisions(model: Model, batch: DerivationBatch):
+    """The decisions of the bundle and form heads, per head all tags at once
+    (scoring, :meth:`.step.DecisionHead.ranged_picked`): (head, its (b, t)
+    pairs, their tags, their targets as rows of the head's W, per tag its
+    (lo, hi) rows)."""
+    positions = _decision_positions(batch)
+    for key, (target, ranges) in RANGED_HEADS.items():
+        b, t = numpy.nonzero(positions[key] >= 0)
+        if b.size:
+            yield (key, (b, t), batch.gen_tag[b, t].astype("int64"),
+                   getattr(batch, target)[b, t].astype("int64"),
+                   numpy.asarray(model.attrs[ranges], dtype="int64").reshape(-1, 2))
 
 
 def output_groups(batch: DerivationBatch, dtype) -> Tuple[dict, numpy.ndarray]:
@@ -477,14 +497,18 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     group_of, ll = output_groups(batch, dtype)
     pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
     heads = decision_heads(model)
-    for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch):
-        if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
+    if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
+        for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch, SOFTMAX_HEADS):
             numpy.add.at(ll, group_of[key][sel], heads[key].picked(
                 M[key][sel], ob.mask, ob.target, rows_lo, K=len(ob.b)))
-            continue
-        lp, bp = heads[key].score(M[key][sel], mask, ob.target, rows_lo=rows_lo)
-        numpy.add.at(ll, group_of[key][sel], lp)
-        pieces.append((key, sel, group_of[key][sel], bp))
+        for key, (b, t), tags, targets, ranges in ranged_decisions(model, batch):
+            numpy.add.at(ll, group_of[key][b, t], heads[key].ranged_picked(
+                M[key].reshape(B * T, nH), b * T + t, tags, targets, ranges))
+    else:
+        for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch):
+            lp, bp = heads[key].score(M[key][sel], mask, ob.target, rows_lo=rows_lo)
+            numpy.add.at(ll, group_of[key][sel], lp)
+            pieces.append((key, sel, group_of[key][sel], bp))
 
     def backprop(d_ll: Floats1d):
         d_ll = numpy.asarray(d_ll, dtype=dtype)

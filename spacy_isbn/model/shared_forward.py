@@ -24,8 +24,8 @@ import numpy
 from thinc.api import Model
 
 from .batch import CONTEXT, DerivationBatch
-from .isbn import (decision_heads, decisions_of, forward, forward_inputs, output_groups,
-                   scored_decisions)
+from .isbn import (SOFTMAX_HEADS, decision_heads, decisions_of, forward, forward_inputs,
+                   output_groups, ranged_decisions, scored_decisions)
 from .step import LinkedProducts, latent_step, means
 
 
@@ -106,7 +106,7 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
                                      products=products)[0])
     group_of, ll = output_groups(batch, H.dtype)
     heads = decision_heads(model)
-    for key, sel, ob, mask, rows_lo in scored_decisions(decisions_of(model), batch):
+    for key, sel, ob, mask, rows_lo in scored_decisions(decisions_of(model), batch, SOFTMAX_HEADS):
         rows = node[sel]
         # a distribution per distinct (node, Phi)
         if ob.mask is None:
@@ -117,6 +117,9 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
         logp = heads[key].picked(H[rows[one]], None if ob.mask is None else mask[one],
                                  ob.target, rows_lo, inverse.reshape(-1), K=len(ob.b))
         numpy.add.at(ll, group_of[key][sel], logp)
+    for key, sel, tags, targets, ranges in ranged_decisions(model, batch):
+        numpy.add.at(ll, group_of[key][sel], heads[key].ranged_picked(H, node[sel], tags, targets,
+                                                                     ranges))
     if not final:
         return ll
     return ll, H[node[numpy.arange(B), batch.valid.sum(axis=1) - 1]]

@@ -381,6 +381,32 @@ class DecisionHead:
                            numpy.ascontiguousarray(targets, dtype="int64"), out)
         return out
 
+    def ranged_picked(self, H, states, tags, targets, ranges) -> numpy.ndarray:
+        """The log-probs of decisions whose outcomes are their tag's range of
+        the head's rows (``ranges[tag]`` = (lo, hi); ``targets``: rows of W), a
+        tag's bundles or word forms: decision i reads state ``states[i]`` of
+        ``H``.  Each distinct (state, tag)'s softmax once: per tag one product
+        of its states, then one compiled softmax and pick, where a per-tag
+        group of decisions took a dozen numpy calls."""
+        _, first, inverse = numpy.unique(tags * len(H) + states, return_index=True,
+                                         return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = numpy.argsort(inverse, kind="stable")  # decisions by (tag, state)
+        starts = numpy.concatenate([[0], numpy.cumsum(numpy.bincount(inverse, minlength=len(first)))])
+        distinct_tags = tags[first]
+        runs = numpy.concatenate([[0], numpy.flatnonzero(numpy.diff(distinct_tags)) + 1,
+                                  [len(first)]])
+        out = numpy.empty(len(states), dtype=H.dtype)
+        for a, b in zip(runs[:-1], runs[1:]):  # one tag's distinct states
+            lo, hi = ranges[distinct_tags[a]]
+            mine = order[starts[a]: starts[b]]
+            logits = row_products(self.model.ops, H[states[first[a:b]]], self.W[lo:hi]) + self.b[lo:hi]
+            part = numpy.empty(len(mine), dtype=H.dtype)
+            picked_log_softmax(numpy.ascontiguousarray(logits), numpy.zeros((0, hi - lo), "uint8"),
+                               inverse[mine] - a, targets[mine] - lo, part)
+            out[mine] = part
+        return out
+
     def _rows(self, rows_lo, K):
         if rows_lo is None:
             return self.W, self.b

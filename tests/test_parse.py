@@ -188,6 +188,19 @@ def test_worker_processes_write_what_one_process_writes(model, tmp_path):
     assert _outputs(tmp_path / "two") == _outputs(tmp_path / "one")
 
 
+def test_a_worker_that_cannot_load_the_pipeline_fails_the_run(tmp_path):
+    """A worker process that dies (here: no pipeline where the job says)
+    fails the run with the reason, rather than being replaced while the
+    driver waits for its shard for ever."""
+    from spacy_isbn.errors import UserError
+
+    corpus = _corpus(tmp_path, 8)
+    job = ParseJob(model=str(tmp_path / "no-such-pipeline"), inputs=[str(corpus)],
+                   output=str(tmp_path / "out"), shard_size=4, n_process=2)
+    with pytest.raises(UserError, match="parse worker stopped before finishing shard 0"):
+        run_parse(job, progress=False)
+
+
 def _blas_threads() -> str:
     import os
 

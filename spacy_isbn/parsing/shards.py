@@ -146,24 +146,35 @@ def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
             yield k, write_parsed(job, k, chunk, parse_records(nlp, job, chunk))
         return
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
-    context = multiprocessing.get_context("spawn")
-    with one_thread_each(), context.Pool(job.n_process, initializer=_worker_init,
-                                         initargs=(job,)) as pool:
+    # an executor, not multiprocessing.Pool: a worker that dies (killed, out
+    # of memory, or failing to load the pipeline) fails the run, where Pool
+    # starts another in its place and waits for the lost shard for ever
+    with one_thread_each(), ProcessPoolExecutor(
+            job.n_process, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init, initargs=(job,)) as pool:
         # at most two shards per worker in flight, so the input is read as
-        # it is parsed (Pool.imap would read all of it ahead into its queue)
+        # it is parsed (mapping over it would read all of it ahead)
         shards = iter(pending)
         window: deque = deque()
 
         def submit() -> None:
             for k, chunk in itertools.islice(shards, 1):
-                window.append((k, pool.apply_async(_worker_parse, (k, chunk))))
+                window.append((k, pool.submit(_worker_parse, k, chunk)))
 
         for _ in range(2 * job.n_process):
             submit()
         while window:
             k, result = window.popleft()
-            entry, worker, peak = result.get()
+            try:
+                entry, worker, peak = result.result()
+            except BrokenProcessPool as err:
+                raise UserError(
+                    f"a parse worker stopped before finishing shard {k} (killed, out of "
+                    "memory, or it could not load the pipeline: see its error above); "
+                    "the shards written so far are kept, run again to resume") from err
             submit()
             worker_peaks[worker] = max(peak, worker_peaks.get(worker, 0))
             yield k, entry

@@ -89,7 +89,8 @@ def fma_matches_blis(width: int) -> bool:
     W = rng.standard_normal((2 * width, width)).astype("float32")
     out = numpy.empty((len(H), width), dtype="float32")
     link_products(H, numpy.arange(len(H)), numpy.array([0, 3, len(H)]), W, out, len(H))
-    return all(numpy.array_equal(out[lo:hi], NUMPY_OPS.gemm(H[lo:hi], W[r * width: (r + 1) * width]))
+    return all(numpy.array_equal(out[lo:hi],
+                                 NUMPY_OPS.gemm(H[lo:hi], W[r * width: (r + 1) * width]))
                for r, (lo, hi) in enumerate([(0, 3), (3, len(H))]))
 
 
@@ -392,7 +393,8 @@ class DecisionHead:
                                          return_inverse=True)
         inverse = inverse.reshape(-1)
         order = numpy.argsort(inverse, kind="stable")  # decisions by (tag, state)
-        starts = numpy.concatenate([[0], numpy.cumsum(numpy.bincount(inverse, minlength=len(first)))])
+        starts = numpy.concatenate([[0], numpy.cumsum(numpy.bincount(inverse,
+                                                                    minlength=len(first)))])
         distinct_tags = tags[first]
         runs = numpy.concatenate([[0], numpy.flatnonzero(numpy.diff(distinct_tags)) + 1,
                                   [len(first)]])
@@ -400,7 +402,8 @@ class DecisionHead:
         for a, b in zip(runs[:-1], runs[1:]):  # one tag's distinct states
             lo, hi = ranges[distinct_tags[a]]
             mine = order[starts[a]: starts[b]]
-            logits = row_products(self.model.ops, H[states[first[a:b]]], self.W[lo:hi]) + self.b[lo:hi]
+            logits = (row_products(self.model.ops, H[states[first[a:b]]], self.W[lo:hi])
+                      + self.b[lo:hi])
             part = numpy.empty(len(mine), dtype=H.dtype)
             picked_log_softmax(numpy.ascontiguousarray(logits), numpy.zeros((0, hi - lo), "uint8"),
                                inverse[mine] - a, targets[mine] - lo, part)

@@ -499,8 +499,8 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     heads = decision_heads(model)
     if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
         for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch, SOFTMAX_HEADS):
-            numpy.add.at(ll, group_of[key][sel], heads[key].picked(
-                M[key][sel], ob.mask, ob.target, rows_lo, K=len(ob.b)))
+            numpy.add.at(ll, group_of[key][sel],
+                         heads[key].picked(M[key][sel], mask, ob.target, rows_lo))
         for key, (b, t), tags, targets, ranges in ranged_decisions(model, batch):
             numpy.add.at(ll, group_of[key][b, t], heads[key].ranged_picked(
                 M[key].reshape(B * T, nH), b * T + t, tags, targets, ranges))

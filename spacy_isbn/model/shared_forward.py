@@ -109,14 +109,10 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
     for key, sel, ob, mask, rows_lo in scored_decisions(decisions_of(model), batch, SOFTMAX_HEADS):
         rows = node[sel]
         # a distribution per distinct (node, Phi)
-        if ob.mask is None:
-            _, one, inverse = numpy.unique(rows, return_index=True, return_inverse=True)
-        else:
-            one, inverse = distinct_rows(numpy.concatenate(
-                [rows[:, None], numpy.packbits(mask, axis=1)], axis=1))
-        logp = heads[key].picked(H[rows[one]], None if ob.mask is None else mask[one],
-                                 ob.target, rows_lo, inverse.reshape(-1), K=len(ob.b))
-        numpy.add.at(ll, group_of[key][sel], logp)
+        one, inverse = distinct_rows(numpy.concatenate(
+            [rows[:, None], numpy.packbits(mask, axis=1)], axis=1))
+        numpy.add.at(ll, group_of[key][sel],
+                     heads[key].picked(H[rows[one]], mask[one], ob.target, rows_lo, inverse))
     for key, sel, tags, targets, ranges in ranged_decisions(model, batch):
         numpy.add.at(ll, group_of[key][sel], heads[key].ranged_picked(H, node[sel], tags, targets,
                                                                      ranges))

@@ -365,19 +365,17 @@ class DecisionHead:
         W, b = self._rows(rows_lo, mask.shape[1])
         return masked_log_softmax(row_products(self.model.ops, H, W) + b, mask)
 
-    def picked(self, H, mask, targets, rows_lo=None, row_of=None, K=None) -> numpy.ndarray:
+    def picked(self, H, mask, targets, rows_lo=None, row_of=None) -> numpy.ndarray:
         """The log-prob of each decision's target: decision i reads state
         ``row_of[i]`` of ``H`` (default: state i), whose outcomes ``mask``
-        (a row per state; None: all K) allows; each state's softmax once,
-        compiled (``picked_log_softmax``, the search's arithmetic).  What
-        scoring (no training) reads, the plain forward and the shared one alike."""
-        K = mask.shape[1] if mask is not None else K
-        W, b = self._rows(rows_lo, K)
+        (a row per state) allows; each state's softmax once, compiled
+        (``picked_log_softmax``, the search's arithmetic).  What scoring (no
+        training) reads, the plain forward and the shared one alike."""
+        W, b = self._rows(rows_lo, mask.shape[1])
         logits = numpy.ascontiguousarray(row_products(self.model.ops, H, W) + b)
         row_of = numpy.arange(len(H)) if row_of is None else row_of
         out = numpy.empty(len(row_of), dtype=logits.dtype)
-        masks = numpy.zeros((0, K), "uint8") if mask is None else mask.view("uint8")
-        picked_log_softmax(logits, numpy.ascontiguousarray(masks),
+        picked_log_softmax(logits, numpy.ascontiguousarray(mask.view("uint8")),
                            numpy.ascontiguousarray(row_of, dtype="int64"),
                            numpy.ascontiguousarray(targets, dtype="int64"), out)
         return out

@@ -44,8 +44,9 @@ def test_convert_train_evaluate_and_write_back(tmp_path):
     assert sum(len(d) for d in docs) == 15
     model = tmp_path / "model"
     _train_tiny(corpus, model)
-    main(["set-beam", str(model), "3"])
+    main(["set-beam", str(model), "3", "--density", "0.05"])
     assert spacy.load(model).get_pipe("isbn_parser").cfg["beam_width"] == 3
+    assert spacy.load(model).get_pipe("isbn_parser").cfg["beam_density"] == 0.05
     out = tmp_path / "metrics.json"
     conll_out = tmp_path / "parsed.conllu"
     main(["evaluate", str(model), str(corpus), str(out), "--conll-out", str(conll_out)])
@@ -387,6 +388,7 @@ def test_bad_values_are_refused_in_one_line(tmp_path):
         ["convert", FIXTURES / "tiny.conllu", tmp_path / "o.spacy", "--conllx-tags", "x"])
     assert "Invalid value for 'beam_width': Input should be greater than or equal to 1" in _error(
         ["set-beam", tmp_path, "0"])
+    assert "Invalid value for '--density'" in _error(["set-beam", tmp_path, "1", "--density", "2"])
     assert "No such command 'nosuch'" in _error(["nosuch"])
 
 

@@ -324,3 +324,37 @@ def test_masked_top_k_is_the_best_of_the_masked_log_softmax(k):
         assert top[i, :n].tolist() == [int(c) for _, c in best]
         numpy.testing.assert_allclose(top_lp[i, :n], [-v for v, _ in best], atol=1e-6)
         assert numpy.all(top_lp[i, n:] == -numpy.inf)
+
+
+def test_beam_density_keeps_the_analyses_near_the_best(trained):
+    """spaCy's beam_density: after each word only the analyses whose
+    probability is at least that share of the best one's stay, so none far
+    below the best is returned; a density too small to prune anything
+    changes nothing."""
+    nlp, parser, _ = trained
+    parser.cfg.update(beam_width=8, segment_length=0)
+    words, tags = _long_doc(nlp, 1)
+
+    def kbest(density):
+        parser.cfg["beam_density"] = density
+        [(_, _, analyses)] = parser(make_doc(nlp.vocab, words, tags))._.isbn_kbest
+        return analyses
+
+    try:
+        full, tiny = kbest(0.0), kbest(1e-300)
+        dense = {density: kbest(density) for density in (0.2, 0.5)}
+    finally:
+        parser.cfg.update(beam_width=10, segment_length=1000, beam_density=0.0)
+    assert tiny == full
+    assert any(a[0] < full[0][0] + numpy.log(0.2) for a in full)  # something to prune
+    for density, analyses in dense.items():
+        assert all(a[0] >= analyses[0][0] + numpy.log(density) for a in analyses)
+    assert 1 <= len(dense[0.5]) < len(full)
+
+
+@pytest.mark.parametrize("density", [-0.1, 1.5, "0.1"])
+def test_beam_density_outside_zero_to_one_is_refused(nlp, density):
+    from spacy_isbn.errors import UserError
+
+    with pytest.raises(UserError, match="beam_density"):
+        nlp.add_pipe("isbn_parser", config={"beam_density": density})

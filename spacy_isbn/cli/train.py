@@ -81,8 +81,9 @@ def stage_configs(config: Path, output_dir: Path) -> Tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-def set_beam(model: Path, beam_width: int) -> None:
-    """Make ``beam_width`` the default of a saved pipeline's isbn_parser."""
+def set_beam(model: Path, beam_width: int, beam_density: Optional[float] = None) -> None:
+    """Make ``beam_width`` (and ``beam_density``, if given) the default of a
+    saved pipeline's isbn_parser."""
     config_path = require(Path(model) / "config.cfg", "pipeline config")
     config = spacy.util.load_config(config_path)
     names = [name for name, comp in config["components"].items() if comp.get("factory") == "isbn_parser"]
@@ -90,6 +91,8 @@ def set_beam(model: Path, beam_width: int) -> None:
         raise CliError(f"{model}: no isbn_parser component to set the beam of "
                        f"(components: {', '.join(config['components']) or 'none'})")
     _save_setting(Path(model), names, "beam_width", beam_width)
+    if beam_density is not None:
+        _save_setting(Path(model), names, "beam_density", beam_density)
 
 
 def _save_setting(model: Path, names: Sequence[str], key: str, value) -> None:
@@ -378,9 +381,11 @@ def stage_configs_cli(
 def set_beam_cli(
     model: Path = Arg(..., help="a saved pipeline", **IN_DIR),
     beam_width: int = Arg(..., min=1, help="the isbn_parser's default beam width"),
+    beam_density: Optional[float] = Opt(None, "--density", min=0.0, max=1.0,
+                                         help="and its beam_density (not given: as it is)"),
 ):
-    """Set the default beam width of a saved pipeline."""
-    set_beam(model, beam_width)
+    """Set the default beam width (and density) of a saved pipeline."""
+    set_beam(model, beam_width, beam_density)
 
 
 @app.command("rerank-weight")

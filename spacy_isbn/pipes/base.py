@@ -272,6 +272,8 @@ class ISBNPipe(SavedParts, TrainablePipe):
     AT_LEAST = {"beam_width": 1, "label_top_k": 1, "tag_top_k": 1, "cutoff": 1,
                 "max_batch_words": 1, "segment_length": 0, "boundary_beam": 0,
                 "explore_warmup": 0}
+    # settings that are shares: between 0 and 1
+    SHARES = ("beam_density",)
     CHOICES = {"tagging": ("pipeline", "joint", "auto"), "tag_attr": ("tag", "pos")}
 
     def _check_settings(self) -> None:
@@ -281,6 +283,12 @@ class ISBNPipe(SavedParts, TrainablePipe):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise UserError(f"component '{self.name}': {key} = {value!r}: "
                                 f"give an integer of at least {minimum}")
+        for key in self.SHARES:
+            value = self.cfg.get(key, 0.0)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0.0 <= value <= 1.0:
+                raise UserError(f"component '{self.name}': {key} = {value!r}: "
+                                "give a number between 0 and 1")
         for key, choices in self.CHOICES.items():
             if key in self.cfg and self.cfg[key] not in choices:
                 raise UserError(f"component '{self.name}': {key} = {self.cfg[key]!r}: "

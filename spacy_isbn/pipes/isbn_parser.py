@@ -37,6 +37,7 @@ TAGGING_MODES = ("auto", "pipeline", "joint")
     default_config={
         "model": DEFAULT_MODEL,
         "beam_width": 10,
+        "beam_density": 0.0,
         "label_top_k": 5,
         "multiroot": False,
         "tag_attr": "tag",
@@ -68,6 +69,7 @@ def make_isbn_parser(
     name: str,
     model: Model,
     beam_width: int,
+    beam_density: float,
     label_top_k: int,
     multiroot: bool,
     tag_attr: str,
@@ -88,8 +90,8 @@ def make_isbn_parser(
     """Make an ``isbn_parser``. Its settings, one line each, are the table in
     docs/design.md, "What isbn_parser does" (Settings)."""
     return ISBNParser(
-        nlp.vocab, model, name, beam_width=beam_width, label_top_k=label_top_k,
-        multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
+        nlp.vocab, model, name, beam_width=beam_width, beam_density=beam_density,
+        label_top_k=label_top_k, multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
         sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
         confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
@@ -108,6 +110,7 @@ class ISBNParser(DependencyPipe):
         name: str = "isbn_parser",
         *,
         beam_width: int = 10,
+        beam_density: float = 0.0,
         label_top_k: int = 5,
         multiroot: bool = False,
         tag_attr: str = "tag",
@@ -130,8 +133,9 @@ class ISBNParser(DependencyPipe):
         if tagging not in TAGGING_MODES:
             raise ValueError(f"tagging must be one of {TAGGING_MODES}, not {tagging!r}")
         super().__init__(vocab, model, name, {
-            "beam_width": beam_width, "label_top_k": label_top_k,
-            "multiroot": multiroot, "tag_attr": tag_attr, "tagging": tagging,
+            "beam_width": beam_width, "beam_density": beam_density,
+            "label_top_k": label_top_k, "multiroot": multiroot, "tag_attr": tag_attr,
+            "tagging": tagging,
             "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words, "segment_length": segment_length,
             "sentence_kbest": sentence_kbest, "free_end": free_end,
@@ -151,6 +155,7 @@ class ISBNParser(DependencyPipe):
             beam_width=beam_width or self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],
+            beam_density=self.cfg.get("beam_density", 0.0),
         )
 
     def _tags_jointly(self, doc: Doc) -> bool:

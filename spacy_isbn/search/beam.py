@@ -43,6 +43,7 @@ class BeamSearch:
         max_expansions: int = 0,
         max_sentence_length: int = 512,
         prefix_probs: bool = False,
+        beam_density: float = 0.0,
     ):
         self.step = step
         # the transition system's configurations, features and analyses
@@ -59,6 +60,11 @@ class BeamSearch:
         # hard cap on best-first pops per word, so no input can make search hang
         self.max_expansions = max_expansions or 10 * self.beam_width + 10
         self.max_sentence_length = max(2, max_sentence_length)
+        # spaCy's beam_density: a hypothesis stays in the beam only while its
+        # probability is at least this share of the best one's (0: all stay)
+        if not 0.0 <= beam_density <= 1.0:
+            raise ValueError(f"beam_density must be between 0 and 1, not {beam_density!r}")
+        self.log_density = float(numpy.log(beam_density)) if beam_density > 0 else NEG_INF
         self.end_tag = step.nT
         # record the beam's mass after each word (SegmentParse.prefix): surprisal
         self.prefix_probs = prefix_probs

@@ -116,10 +116,10 @@ def test_linked_products_are_computed_once_with_the_same_bits():
 
 
 def test_compiled_link_products_give_the_bits_of_blis():
-    """``link_products`` (a relation's few rows; the rest left to BLIS):
-    W_r mu_s for each row, close to float64's product, and where
-    ``fma_matches_blis`` (so where the search uses it) the very bits of
-    ``ops.gemm``, at widths that are and are not whole blocks of 64."""
+    """``link_products``: W_r mu_s for each row, close to float64's product,
+    and where ``fma_matches_blis`` (so where the search and the scoring use
+    it) the very bits of ``ops.gemm``: for one row and for many (six at a
+    time, then the rest), at widths that are and are not whole blocks of 16."""
     from spacy_isbn.model._kernels import link_products
     from spacy_isbn.model.step import fma_matches_blis
 
@@ -127,13 +127,11 @@ def test_compiled_link_products_give_the_bits_of_blis():
     ops = NumpyOps()
     for width in (37, 128):
         history = rng.random((30, width)).astype("float32")
-        W = rng.normal(0, 0.3, (3 * width, width)).astype("float32")
-        states = rng.integers(0, 30, size=24)
-        bounds = numpy.array([0, 1, 1, 24])  # one row, none, 23 rows
-        out = numpy.full((24, width), 7.0, dtype="float32")
-        link_products(history, states, bounds, W, out, 20)
-        assert (out[1:] == 7.0).all()  # more than max_rows: left alone
-        link_products(history, states, bounds, W, out, 23)
+        W = rng.normal(0, 0.3, (4 * width, width)).astype("float32")
+        states = rng.integers(0, 30, size=90)
+        bounds = numpy.array([0, 1, 1, 24, 90])  # one row, none, 23 rows, 66 rows
+        out = numpy.full((90, width), 7.0, dtype="float32")
+        link_products(history, states, bounds, W, out)
         for r, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
             W_r = W[r * width: (r + 1) * width]
             exact = history[states[lo:hi]].astype("float64") @ W_r.astype("float64")

@@ -14,6 +14,7 @@ link time, so the process's floating-point mode is left alone), which lets
 the exponentials vectorise."""
 from libc.math cimport INFINITY, exp, expf, log, logf
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
 
 import numpy
 
@@ -24,6 +25,7 @@ ctypedef fused real:
 
 cdef extern from *:
     """
+    #include <immintrin.h>
     #define ISBN_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 1)
 
     /* out = h @ W (W: K x N, row-major), each entry one chain of fused
@@ -48,25 +50,76 @@ cdef extern from *:
             out[c] = a;
         }
     }
+    /* columns [c0, N) of out = h @ W by the same chains */
+    static inline __attribute__((always_inline)) void isbn_row_tail(
+            const float* h, const float* W, long K, long N, long c0, float* out) {
+        for (long c = c0; c < N; c++) {
+            float a = 0.0f;
+            for (long k = 0; k < K; k++) a = __builtin_fmaf(h[k], W[k * N + c], a);
+            out[c] = a;
+        }
+    }
+    /* six rows at once, 16 columns at a time (12 accumulators in registers,
+       each W load used six times, as BLIS's micro-kernel blocks): columns
+       [0, N - N % 16); still one chain per entry, so the same bits */
+    __attribute__((target("avx2,fma"))) static void isbn_six_rows(
+            const float* const* hs, const float* W, long K, long N, float* const* outs) {
+        for (long c = 0; c + 16 <= N; c += 16) {
+            __m256 a[6][2];
+            for (int j = 0; j < 6; j++) a[j][0] = a[j][1] = _mm256_setzero_ps();
+            for (long k = 0; k < K; k++) {
+                const __m256 w0 = _mm256_loadu_ps(W + k * N + c);
+                const __m256 w1 = _mm256_loadu_ps(W + k * N + c + 8);
+                for (int j = 0; j < 6; j++) {
+                    const __m256 b = _mm256_broadcast_ss(hs[j] + k);
+                    a[j][0] = _mm256_fmadd_ps(b, w0, a[j][0]);
+                    a[j][1] = _mm256_fmadd_ps(b, w1, a[j][1]);
+                }
+            }
+            for (int j = 0; j < 6; j++) {
+                _mm256_storeu_ps(outs[j] + c, a[j][0]);
+                _mm256_storeu_ps(outs[j] + c + 8, a[j][1]);
+            }
+        }
+    }
     /* compiled for FMA units, chosen at run time; else libm's exact fmaf */
     __attribute__((target("avx2,fma"))) static void isbn_row_times_fma(
             const float* h, const float* W, long K, long N, float* out) {
         isbn_row_times(h, W, K, N, out);
     }
-    static void isbn_row_times_any(const float* h, const float* W, long K, long N, float* out) {
-        if (__builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2"))
-            isbn_row_times_fma(h, W, K, N, out);
-        else
-            isbn_row_times(h, W, K, N, out);
+    __attribute__((target("avx2,fma"))) static void isbn_row_tail_fma(
+            const float* h, const float* W, long K, long N, long c0, float* out) {
+        isbn_row_tail(h, W, K, N, c0, out);
+    }
+    static int isbn_has_fma(void) {
+        return __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+    }
+    /* outs[i] = hs[i] @ W for n rows */
+    static void isbn_rows_times(const float* const* hs, long n, const float* W, long K, long N,
+                                float* const* outs) {
+        long i = 0;
+        if (isbn_has_fma()) {
+            for (; i + 6 <= n; i += 6) {
+                isbn_six_rows(hs + i, W, K, N, outs + i);
+                if (N % 16)
+                    for (int j = 0; j < 6; j++)
+                        isbn_row_tail_fma(hs[i + j], W, K, N, N - N % 16, outs[i + j]);
+            }
+            for (; i < n; i++) isbn_row_times_fma(hs[i], W, K, N, outs[i]);
+        } else {
+            for (; i < n; i++) isbn_row_times(hs[i], W, K, N, outs[i]);
+        }
     }
     """
     void ISBN_PREFETCH(const void* p) noexcept nogil
-    void isbn_row_times_any(const float* h, const float* W, long K, long N,
-                            float* out) noexcept nogil
+    void isbn_rows_times(const float* const* hs, long n, const float* W, long K, long N,
+                         float* const* outs) noexcept nogil
 
 # rows summed at once, and the floats of a row kept in registers per pass
 DEF MAX_SOURCES = 64
 DEF BLOCK = 16
+# rows of a product handed to the blocked kernel at once
+DEF ROW_CHUNK = 60
 
 
 cdef void _sum_rows(real* dst, const real** srcs, Py_ssize_t n_src,
@@ -118,29 +171,38 @@ def embed_link_sum(const real[:, ::1] table, const real[:, ::1] rest, const int[
     links by (``src[i, r]``, -1: none) the product ``products[slot[src[i,
     r], r]]`` (:class:`~.step.LinkedProducts`): a latent step's whole sum in
     one pass, in the order of the separate sums."""
+    if ids.shape[1] + (0 if src is None else src.shape[1]) > MAX_SOURCES:
+        raise ValueError(f"embed_link_sum: {ids.shape[1]} features and "
+                         f"{0 if src is None else src.shape[1]} links, at most {MAX_SOURCES}")
+    with nogil:
+        _link_sums(table, rest, ids, src, slot, products, out)
+
+
+cdef void _link_sums(const real[:, ::1] table, const real[:, ::1] rest, const int[:, ::1] ids,
+                     const int[:, ::1] src, const int[:, ::1] slot, const real[:, ::1] products,
+                     real[:, ::1] out) noexcept nogil:
+    """out[i] += the used feature rows of ids[i], then the linked products
+    of its relations in order (``embed_link_sum``)."""
     cdef Py_ssize_t i, f, r, n_src
     cdef Py_ssize_t n = ids.shape[0], n_ids = ids.shape[1], width = out.shape[1]
     cdef Py_ssize_t R = 0 if src is None else src.shape[1]
     cdef int row
     cdef const real* srcs[MAX_SOURCES]
-    if n_ids + R > MAX_SOURCES:
-        raise ValueError(f"embed_link_sum: {n_ids} features and {R} links, at most {MAX_SOURCES}")
-    with nogil:
-        for i in range(n):
-            if i + 1 < n:
-                _prefetch_rest(table, rest, &ids[i + 1, 0], n_ids)
-            n_src = 0
-            for f in range(n_ids):
-                row = ids[i, f]
-                if row >= 0:
-                    srcs[n_src] = _feature_row(table, rest, row)
-                    n_src += 1
-            for r in range(R):
-                row = src[i, r]
-                if row >= 0:
-                    srcs[n_src] = &products[slot[row, r], 0]
-                    n_src += 1
-            _sum_rows(&out[i, 0], srcs, n_src, width)
+    for i in range(n):
+        if i + 1 < n:
+            _prefetch_rest(table, rest, &ids[i + 1, 0], n_ids)
+        n_src = 0
+        for f in range(n_ids):
+            row = ids[i, f]
+            if row >= 0:
+                srcs[n_src] = _feature_row(table, rest, row)
+                n_src += 1
+        for r in range(R):
+            row = src[i, r]
+            if row >= 0:
+                srcs[n_src] = &products[slot[row, r], 0]
+                n_src += 1
+        _sum_rows(&out[i, 0], srcs, n_src, width)
 
 
 def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] d_table,
@@ -388,21 +450,70 @@ def add_rows(real[:, ::1] out, const int64_t[::1] order, const real[:, ::1] rows
                 out[order[j], k] += rows[j, k]
 
 
+cdef void _products(const float[:, ::1] history, const int64_t* states, Py_ssize_t n,
+                    const float* W_r, Py_ssize_t nH, float[:, ::1] out,
+                    Py_ssize_t out_lo) noexcept nogil:
+    """out[out_lo + i] = history[states[i]] @ W_r for i < n, a chunk of rows
+    at a time."""
+    cdef const float* hs[ROW_CHUNK]
+    cdef float* outs[ROW_CHUNK]
+    cdef Py_ssize_t lo, j, m
+    for lo in range(0, n, ROW_CHUNK):
+        m = min(ROW_CHUNK, n - lo)
+        for j in range(m):
+            hs[j] = &history[states[lo + j], 0]
+            outs[j] = &out[out_lo + lo + j, 0]
+        isbn_rows_times(hs, m, W_r, nH, nH, outs)
+
+
 def link_products(const float[:, ::1] history, const int64_t[::1] states,
-                  const int64_t[::1] bounds, const float[:, ::1] W, float[:, ::1] out,
-                  Py_ssize_t max_rows) -> None:
+                  const int64_t[::1] bounds, const float[:, ::1] W, float[:, ::1] out) -> None:
     """out[i] = history[states[i]] @ W_r for the rows i of each relation r
-    (``bounds[r]:bounds[r + 1]``; W: the relations' (nH, nH) blocks stacked)
-    that has at most ``max_rows`` rows; the others are left to BLIS, which
-    is faster on many rows.  Each entry is a chain of fused multiply-adds
-    in order, BLIS's own arithmetic (see ``step.fma_matches_blis``)."""
-    cdef Py_ssize_t r, i, nH = W.shape[1]
+    (``bounds[r]:bounds[r + 1]``; W: the relations' (nH, nH) blocks
+    stacked).  Each entry is a chain of fused multiply-adds in order,
+    BLIS's own arithmetic (see ``step.fma_matches_blis``), six rows at a
+    time as BLIS blocks them, without its packing of W on every call."""
+    cdef Py_ssize_t r, nH = W.shape[1]
     with nogil:
         for r in range(bounds.shape[0] - 1):
-            if bounds[r + 1] - bounds[r] > max_rows:
-                continue
-            for i in range(bounds[r], bounds[r + 1]):
-                isbn_row_times_any(&history[states[i], 0], &W[r * nH, 0], nH, nH, &out[i, 0])
+            _products(history, &states[bounds[r]], bounds[r + 1] - bounds[r], &W[r * nH, 0], nH,
+                      out, bounds[r])
+
+
+def linked_eta(const float[:, ::1] table, const float[:, ::1] rest, const int[:, ::1] ids,
+               const int[:, ::1] src, int[:, ::1] slot, float[:, ::1] products, int size,
+               const float[:, ::1] history, const float[:, ::1] W, const float[::1] b,
+               float[:, ::1] out) -> int:
+    """A latent step's pre-activations in one pass: each (state, relation)
+    that ``src`` links and that has no row in ``slot`` yet gets the next
+    free row of ``products`` from ``size`` on, holding its product
+    (:func:`link_products`); then out[i] = b + ids[i]'s rows + the linked
+    products (:func:`embed_link_sum`'s order).  Returns how many products
+    were added; ``products`` must have room for ``src.size`` more."""
+    cdef Py_ssize_t i, r, k, lo, n = ids.shape[0], R = src.shape[1], nH = W.shape[1]
+    cdef Py_ssize_t width = out.shape[1], at = 0
+    cdef int s
+    if ids.shape[1] + R > MAX_SOURCES:
+        raise ValueError(f"linked_eta: {ids.shape[1]} features and {R} links, at most {MAX_SOURCES}")
+    cdef int64_t* states = <int64_t*>malloc(max(1, n * R) * sizeof(int64_t))
+    if states == NULL:
+        raise MemoryError()
+    with nogil:
+        for r in range(R):
+            lo = at
+            for i in range(n):
+                s = src[i, r]
+                if s >= 0 and slot[s, r] < 0:
+                    slot[s, r] = size + at
+                    states[at] = s
+                    at += 1
+            _products(history, &states[lo], at - lo, &W[r * nH, 0], nH, products, size + lo)
+        for i in range(n):
+            for k in range(width):
+                out[i, k] = b[k]
+        _link_sums(table, rest, ids, src, slot, products, out)
+    free(states)
+    return at
 
 
 def new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t[::1] states,

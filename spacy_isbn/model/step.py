@@ -24,7 +24,7 @@ import numpy
 from thinc.api import Model, NumpyOps
 
 from ._kernels import (add_rows, embed_link_sum, embed_scatter, embed_sum, gather_linked,
-                       link_products, new_links, picked_log_softmax)
+                       link_products, linked_eta, new_links, picked_log_softmax)
 
 StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
 NUMPY_OPS = NumpyOps()
@@ -71,24 +71,19 @@ def row_products(ops, H: numpy.ndarray, W: numpy.ndarray, trans2: bool = True) -
     return gemm(ops, numpy.ascontiguousarray(H), W, trans2=trans2)
 
 
-# rows below which one product by the compiled chain of fused multiply-adds
-# beats BLIS, which packs W (64 KiB at 128 units) on every call: 1.3 against
-# 10 us for one row, even at 15 (its cost per row is a third of the chain's)
-FEW_ROWS = 15
-
-
 @lru_cache(maxsize=None)
 def fma_matches_blis(width: int) -> bool:
     """Whether the compiled products (``link_products``: per entry a chain of
     fused multiply-adds over ``width`` in order) give ``ops.gemm``'s bits
     here, as BLIS's micro-kernels for CPUs with FMA units do.  Only then are
-    they used, so a state's numbers never depend on how many rows shared
-    its product."""
+    they used (faster than BLIS at every number of rows: 0.30 against 0.34
+    us a row at 600 rows, 0.39 against 1.8 at 6, which pays BLIS's packing
+    of W), so a state's numbers never depend on how its product was made."""
     rng = numpy.random.default_rng(width)
     H = rng.standard_normal((20, width)).astype("float32")
     W = rng.standard_normal((2 * width, width)).astype("float32")
     out = numpy.empty((len(H), width), dtype="float32")
-    link_products(H, numpy.arange(len(H)), numpy.array([0, 3, len(H)]), W, out, len(H))
+    link_products(H, numpy.arange(len(H)), numpy.array([0, 3, len(H)]), W, out)
     return all(numpy.array_equal(out[lo:hi],
                                  NUMPY_OPS.gemm(H[lo:hi], W[r * width: (r + 1) * width]))
                for r, (lo, hi) in enumerate([(0, 3), (3, len(H))]))
@@ -142,13 +137,11 @@ class LinkedProducts:
         self.slot[: self.states_seen] = -1
         self.size = self.states_seen = 0
 
-    def add(self, ops, W: numpy.ndarray, history: numpy.ndarray, src: numpy.ndarray) -> None:
-        """The products W_r mu[src[i, r]] of the relations r each row i links
-        by (-1: none) that are not here yet: then row ``slot[s, r]`` of
-        ``rows`` holds state s's product by relation r."""
-        nH = W.shape[1]
-        dtype = history.dtype
-        n_states, R = len(history), src.shape[1]
+    def reserve(self, n_states: int, src: numpy.ndarray, nH: int, dtype) -> None:
+        """Room for the products of ``src``'s links (N, R) into a history of
+        ``n_states`` states: ``slot`` covers them, ``rows`` has room for
+        ``src.size`` more (all are dropped first past ``max_rows``)."""
+        R = src.shape[1]
         if self.slot.shape[0] < n_states or self.slot.shape[1] != R:
             grown = numpy.full((max(n_states, 2 * self.slot.shape[0]), R), -1, dtype="int32")
             if self.slot.shape[1] == R:
@@ -167,20 +160,25 @@ class LinkedProducts:
             grown[: self.size] = self.rows[: self.size]
             self.rows = grown
         self.states_seen = max(self.states_seen, n_states)
+
+    def add(self, ops, W: numpy.ndarray, history: numpy.ndarray, src: numpy.ndarray) -> None:
+        """The products W_r mu[src[i, r]] of the relations r each row i links
+        by (-1: none) that are not here yet, by BLIS (where the compiled
+        products would not give its bits: :func:`linked_eta` does it all
+        otherwise): then row ``slot[s, r]`` of ``rows`` holds state s's
+        product by relation r."""
+        nH = W.shape[1]
+        self.reserve(len(history), src, nH, history.dtype)
+        R = src.shape[1]
         states = numpy.empty(src.size, dtype="int64")
         bounds = numpy.empty(R + 1, dtype="int64")
         n = new_links(src, self.slot, self.size, states, bounds)
-        if n:
-            out = self.rows[self.size: self.size + n]
-            # a relation's few rows by the compiled chain, its many by BLIS
-            few = FEW_ROWS if dtype == numpy.float32 and fma_matches_blis(nH) else 0
-            if few:
-                link_products(history, states, bounds, W, out, few)
-            for r in range(R):
-                lo, hi = bounds[r], bounds[r + 1]
-                if hi - lo > few:
-                    out[lo:hi] = gemm(ops, history[states[lo:hi]], W[r * nH: (r + 1) * nH])
-            self.size += n
+        out = self.rows[self.size: self.size + n]
+        for r in range(R):
+            lo, hi = bounds[r], bounds[r + 1]
+            if hi > lo:
+                out[lo:hi] = gemm(ops, history[states[lo:hi]], W[r * nH: (r + 1) * nH])
+        self.size += n
 
 
 def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
@@ -200,16 +198,22 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     nH = b.shape[0]
     feats = numpy.ascontiguousarray(feats, dtype="int32")
     eta = numpy.empty((len(feats), nH), dtype=b.dtype)
-    eta[:] = b
     linked = None
     W = core.get_param("W")
     if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
         if products is not None and d_table is None:
             src = numpy.ascontiguousarray(src, dtype="int32")
+            if b.dtype == numpy.float32 and fma_matches_blis(nH):
+                products.reserve(len(history), src, nH, b.dtype)
+                products.size += linked_eta(table.E, table.vectors, feats, src, products.slot,
+                                            products.rows, products.size, history, W, b, eta)
+                return eta, None
+            eta[:] = b
             products.add(ops, W, history, src)
             embed_link_sum(table.E, table.vectors, feats, src, products.slot, products.rows, eta)
             return eta, None
         linked = linked_sources(numpy.ascontiguousarray(history, dtype=b.dtype), src)
+    eta[:] = b
     embed_sum(table.E, table.vectors, feats, eta)
     if linked is not None and len(linked.rows):
         products = numpy.empty_like(linked.means)

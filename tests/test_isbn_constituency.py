@@ -47,6 +47,11 @@ def test_isbn_constituency_trains_parses_and_serialises(tmp_path):
     both = loaded(Doc(loaded.vocab, words=words, tags=trees[0].tags() + trees[1].tags()))
     assert [s.text for s in both.sents] == ["the dog barks .", "cats sleep ."]
     assert [s._.labels for s in both.sents] == [("S",), ("S",)]
+    # spaCy's beam_density, as isbn_parser's: too small to prune anything, nothing changes
+    loaded.get_pipe("isbn_constituency").cfg["beam_density"] = 1e-300
+    dense = loaded(Doc(loaded.vocab, words=words, tags=trees[0].tags() + trees[1].tags()))
+    assert [s._.parse_string for s in dense.sents] == [s._.parse_string for s in both.sents]
+    assert dense._.isbn_logprob == both._.isbn_logprob
 
 
 def test_conditional_constituency_parser_reads_token_vectors(tmp_path):

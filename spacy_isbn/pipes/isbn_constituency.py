@@ -45,6 +45,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
     default_config={
         "model": DEFAULT_MODEL,
         "beam_width": 10,
+        "beam_density": 0.0,
         "label_top_k": 5,
         "cutoff": 20,
         "collapse_unaries": False,
@@ -55,13 +56,16 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
                            "constituency_r": 0.0},
 )
 def make_isbn_constituency(nlp: Language, name: str, model: Model, beam_width: int,
-                           label_top_k: int, cutoff: int, collapse_unaries: bool,
+                           beam_density: float, label_top_k: int, cutoff: int, collapse_unaries: bool,
                            max_batch_words: int, scorer: Optional[Callable]) -> "ISBNConstituency":
-    """beam_width: post-word beam (the paper's 10; 1 is greedy); label_top_k:
+    """beam_width: post-word beam (the paper's 10; 1 is greedy); beam_density:
+    as isbn_parser's (spaCy's: analyses below that share of the best one's
+    probability leave the beam; 0: none); label_top_k:
     labels expanded after a projection; cutoff: rarer tag-word pairs become
     per-tag unknown words; collapse_unaries: unary chains as one label;
     max_batch_words: words per training step batch."""
     return ISBNConstituency(nlp.vocab, model, name, beam_width=beam_width,
+                            beam_density=beam_density,
                             label_top_k=label_top_k, cutoff=cutoff,
                             collapse_unaries=collapse_unaries, max_batch_words=max_batch_words,
                             scorer=scorer)
@@ -88,11 +92,12 @@ register_extensions()
 
 class ISBNConstituency(ISBNPipe):
     def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_constituency", *,
-                 beam_width: int = 10, label_top_k: int = 5, cutoff: int = 20,
-                 collapse_unaries: bool = False, max_batch_words: int = 2000,
+                 beam_width: int = 10, beam_density: float = 0.0, label_top_k: int = 5,
+                 cutoff: int = 20, collapse_unaries: bool = False, max_batch_words: int = 2000,
                  scorer: Optional[Callable] = constituency_score):
         super().__init__(vocab, model, name, {
-            "beam_width": beam_width, "label_top_k": label_top_k, "cutoff": cutoff,
+            "beam_width": beam_width, "beam_density": beam_density,
+            "label_top_k": label_top_k, "cutoff": cutoff,
             "collapse_unaries": collapse_unaries, "max_batch_words": max_batch_words}, scorer)
         # the grammar: labels, tags, the labels seen over each symbol and at the root
         self.system: Optional[LeftCornerSystem] = None
@@ -161,6 +166,7 @@ class ISBNConstituency(ISBNPipe):
                                          [(d, 0, len(docs[d])) for d in where])
             search = BeamSearch(SearchStep(self.model, vectors), self.moves,
                                 beam_width=self.cfg["beam_width"],
+                                beam_density=self.cfg.get("beam_density", 0.0),
                                 label_top_k=self.cfg["label_top_k"])
             for d, parse in zip(where, search.parse_many(segments)):
                 out[d] = parse

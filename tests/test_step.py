@@ -231,15 +231,21 @@ def test_row_products_of_a_state_do_not_depend_on_the_other_rows():
     assert (row_products(ops, H, numpy.ascontiguousarray(W.T), trans2=False) == together).all()
 
 
-def test_distinct_rows_are_exact_even_when_their_hashes_collide(monkeypatch):
+def test_distinct_rows_are_the_classes_of_equal_rows():
+    """Rows of few distinct values (many equal, some alike but for order):
+    two rows are in one class exactly where they are equal, each class's
+    first row is its first occurrence, classes numbered as they occur."""
     from spacy_isbn.model import shared_forward
 
     key = numpy.array([[1, 2], [3, 4], [1, 2], [2, 1], [3, 4]])
     first, inverse = shared_forward.distinct_rows(key)
-    assert (key[first][inverse] == key).all() and len(first) == 3
-    monkeypatch.setattr(shared_forward, "_multipliers", lambda n: numpy.ones(n, "int64"))
-    first, inverse = shared_forward.distinct_rows(key)  # [1, 2] and [2, 1] hash alike
-    assert (key[first][inverse] == key).all() and len(first) == 3
+    assert first.tolist() == [0, 1, 3] and inverse.tolist() == [0, 1, 0, 2, 1]
+    key = numpy.random.default_rng(3).integers(-2, 2, size=(3000, 3))
+    first, inverse = shared_forward.distinct_rows(key)
+    assert (key[first][inverse] == key).all()
+    assert len(first) == len(numpy.unique(key, axis=0))
+    assert (inverse[first] == numpy.arange(len(first))).all()
+    assert (numpy.diff(first) > 0).all()
 
 
 def test_word_batches_keep_a_group_together():
@@ -254,3 +260,43 @@ def test_word_batches_keep_a_group_together():
     grouped = [[derivs.index(d) for d in batch]
                for batch, _ in word_batches(derivs, 4, ["a", "b", "a", "c", "b"])]
     assert grouped == [[3], [1, 4], [2, 0]]  # groups by their longest
+
+
+def test_state_nodes_are_the_distinct_prefixes():
+    """The trie of derivations (compiled ``trie_nodes``): two steps t are one
+    node exactly where their derivations read the same features and links
+    at every step up to t; nodes are numbered step by step; each node's
+    first state is one of its own, and its links are the nodes (or external
+    states, after the nodes) that state links to."""
+    from spacy_isbn.model.shared_forward import state_nodes
+
+    rng = numpy.random.default_rng(7)
+    B, T, F, R = 40, 9, 3, 2
+    # few distinct values, so prefixes are often shared; a step links to an
+    # earlier step, to an external state (-2 - j) or to none
+    feats = rng.integers(0, 2, size=(B, T, F)).astype("int32")
+    src = numpy.full((B, T, R), -1, dtype="int32")
+    for t in range(1, T):
+        src[:, t, 0] = rng.integers(0, t, size=B)
+    src[:, 0, 1] = -2 - rng.integers(0, 2, size=B)
+    valid = numpy.arange(T)[None, :] < rng.integers(1, T + 1, size=B)[:, None]
+    node, first, links, starts = state_nodes(feats, src, valid)
+    rows = numpy.concatenate([feats, src], axis=2).reshape(B, T, -1)
+    n = len(first)
+    assert starts[0] == 0 and starts[-1] == n and (numpy.diff(starts) >= 0).all()
+    for t in range(T):
+        for b in range(B):
+            if not valid[b, t]:
+                assert node[b, t] == -1
+                continue
+            assert starts[t] <= node[b, t] < starts[t + 1]
+            for c in range(B):
+                same = valid[c, t] and (rows[b, : t + 1] == rows[c, : t + 1]).all()
+                assert (node[b, t] == node[c, t]) == same
+    for k in range(n):
+        b, t = divmod(int(first[k]), T)
+        assert node[b, t] == k
+        for r in range(R):
+            s = src[b, t, r]
+            assert links[k, r] == (node[b, s] if s >= 0 else n - 2 - s if s <= -2 else -1)
+    assert n < valid.sum()  # something shared

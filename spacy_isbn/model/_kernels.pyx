@@ -13,7 +13,7 @@ numpy calls per tag.  Built with -ffast-math at compile time only (not at
 link time, so the process's floating-point mode is left alone), which lets
 the exponentials vectorise."""
 from libc.math cimport INFINITY, exp, expf, log, logf
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 import numpy
@@ -535,6 +535,122 @@ def new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t[::
                     at += 1
         bounds[R] = at
     return at
+
+
+cdef inline uint64_t _mix(uint64_t h, uint64_t v) noexcept nogil:
+    h ^= v + <uint64_t>0x9E3779B97F4A7C15 + (h << 6) + (h >> 2)
+    return h * <uint64_t>0xBF58476D1CE4E5B9
+
+
+def distinct_rows(const int64_t[:, ::1] key, int64_t[::1] first, int64_t[::1] inverse) -> int:
+    """The distinct rows of ``key`` (N, K) in the order they first occur:
+    their first rows go to ``first``, each row's class to ``inverse``; a
+    hash table, each hit checked entry by entry.  Returns how many."""
+    cdef Py_ssize_t N = key.shape[0], K = key.shape[1], i, j, k, cap = 16, n = 0
+    cdef int64_t cand
+    cdef uint64_t h, mask
+    cdef bint same
+    while cap < 2 * N:
+        cap *= 2
+    mask = cap - 1
+    cdef int64_t* table = <int64_t*>malloc(cap * sizeof(int64_t))
+    if table == NULL:
+        raise MemoryError()
+    with nogil:
+        for k in range(cap):
+            table[k] = -1
+        for i in range(N):
+            h = <uint64_t>0x243F6A8885A308D3
+            for j in range(K):
+                h = _mix(h, <uint64_t>key[i, j])
+            k = <Py_ssize_t>(h & mask)
+            while True:
+                cand = table[k]
+                if cand < 0:
+                    table[k] = n
+                    first[n] = i
+                    inverse[i] = n
+                    n += 1
+                    break
+                same = True
+                for j in range(K):
+                    if key[first[cand], j] != key[i, j]:
+                        same = False
+                        break
+                if same:
+                    inverse[i] = cand
+                    break
+                k = (k + 1) & mask
+    free(table)
+    return n
+
+
+def trie_nodes(const int[:, :, ::1] feats, const int[:, :, ::1] src,
+               const unsigned char[:, ::1] valid, int64_t[:, ::1] node, int64_t[::1] first,
+               int64_t[::1] parent, int64_t[::1] starts) -> int:
+    """The trie of derivations (``shared_forward.state_nodes``): step t of
+    derivation b is node ``node[b, t]``, shared with every derivation whose
+    step t has the same parent node (so the same steps before it) and reads
+    the same features and links (``feats[b, t]``, ``src[b, t]``); -1 where
+    ``valid`` is 0.  Nodes are numbered step by step, in the order of the
+    derivations that first reach them (``first``: b * T + t); ``starts``:
+    where each step's nodes start (T + 1).  A hash table per step, each hit
+    checked entry by entry.  Returns the number of nodes."""
+    cdef Py_ssize_t B = feats.shape[0], T = feats.shape[1], F = feats.shape[2], R = src.shape[2]
+    cdef Py_ssize_t b, t, k, k2, cap = 16, n = 0, fb, ft
+    cdef int64_t up, cand
+    cdef uint64_t h, mask
+    cdef bint same
+    while cap < 2 * B:
+        cap *= 2
+    mask = cap - 1
+    cdef int64_t* table = <int64_t*>malloc(cap * sizeof(int64_t))
+    if table == NULL:
+        raise MemoryError()
+    with nogil:
+        for t in range(T):
+            starts[t] = n
+            for k in range(cap):
+                table[k] = -1
+            for b in range(B):
+                if not valid[b, t]:
+                    node[b, t] = -1
+                    continue
+                up = node[b, t - 1] if t > 0 else -1
+                h = _mix(<uint64_t>0x243F6A8885A308D3, <uint64_t>(up + 1))
+                for k in range(F):
+                    h = _mix(h, <uint64_t><int64_t>feats[b, t, k])
+                for k in range(R):
+                    h = _mix(h, <uint64_t><int64_t>src[b, t, k])
+                k = <Py_ssize_t>(h & mask)
+                while True:
+                    cand = table[k]
+                    if cand < 0:
+                        table[k] = n
+                        parent[n] = up
+                        first[n] = b * T + t
+                        node[b, t] = n
+                        n += 1
+                        break
+                    if parent[cand] == up:
+                        fb, ft = first[cand] // T, first[cand] % T
+                        same = True
+                        for k2 in range(F):
+                            if feats[fb, ft, k2] != feats[b, t, k2]:
+                                same = False
+                                break
+                        if same:
+                            for k2 in range(R):
+                                if src[fb, ft, k2] != src[b, t, k2]:
+                                    same = False
+                                    break
+                        if same:
+                            node[b, t] = cand
+                            break
+                    k = (k + 1) & mask
+        starts[T] = n
+    free(table)
+    return n
 
 
 def vector_rows(int[:, ::1] feats, const int64_t[::1] cols, const int64_t[::1] offsets,

@@ -271,9 +271,11 @@ class Decisions:
         the label kind's mask."""
         nL = self.nL
         blocks = self.label_blocks[numpy.asarray(actions)]
+        kinds = numpy.asarray(kinds)
         mask = numpy.zeros((len(rows), self.p["Wl"].shape[0]), dtype=bool)
-        cols = blocks[:, None] * nL + numpy.arange(nL)
-        mask[numpy.arange(len(rows))[:, None], cols] = self.label_masks[numpy.asarray(kinds)]
+        for block in numpy.unique(blocks):  # a block's columns as one slice
+            at = numpy.flatnonzero(blocks == block)
+            mask[at, block * nL: (block + 1) * nL] = self.label_masks[kinds[at]]
         return [Observed(rows, self.p["Wl"], self.p["bl"], mask,
                          numpy.asarray(labels) + blocks * nL, ("Wl", "bl"))]
 

@@ -17,33 +17,27 @@ softmaxes (both forwards score with :meth:`.step.DecisionHead.picked`), so
 a node's numbers are the bits the plain forward gives each of its states,
 and the log-probs are added up in the plain forward's order.
 """
-from functools import lru_cache
 from typing import Tuple
 
 import numpy
 from thinc.api import Model
 
+from ._kernels import distinct_rows as compiled_distinct_rows
+from ._kernels import trie_nodes
 from .batch import CONTEXT, DerivationBatch
 from .isbn import (SOFTMAX_HEADS, decision_heads, decisions_of, forward, forward_inputs,
                    output_groups, ranged_decisions, scored_decisions)
 from .step import LinkedProducts, latent_step, means
 
 
-@lru_cache(maxsize=None)
-def _multipliers(n: int) -> numpy.ndarray:
-    """Fixed random multipliers that hash rows of ``n`` ints."""
-    return numpy.random.default_rng(n).integers(1, 2 ** 62, size=n, dtype="int64")
-
-
 def distinct_rows(key: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    """The first row of each distinct row of ``key`` (N, K) ints, and each
-    row's distinct row: the rows are hashed to one int (sorting those is
-    cheap), the classes checked to be equal rows, else sorted exactly."""
-    h = (key * _multipliers(key.shape[1])).sum(axis=1)  # wraps around: a hash
-    _, first, inverse = numpy.unique(h, return_index=True, return_inverse=True)
-    if not (key[first][inverse] == key).all():
-        _, first, inverse = numpy.unique(key, axis=0, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
+    """The first row of each distinct row of ``key`` (N, K) ints, in the
+    order they first occur, and each row's distinct row (compiled: a hash
+    table, each hit checked)."""
+    key = numpy.ascontiguousarray(key, dtype="int64")
+    first, inverse = (numpy.empty(len(key), dtype="int64") for _ in range(2))
+    n = compiled_distinct_rows(key, first, inverse)
+    return first[:n], inverse
 
 
 def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
@@ -53,29 +47,23 @@ def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
     j, linked as the history's row n_nodes + j), ``valid`` (B, T).
     Two states of step t are one node where their derivations' steps up to
     t read the same features and link to the same steps (so to the same
-    nodes).  Returns per (b, t) its node (-1: padding), per node its first
-    state (b * T + t) and the nodes it links to (-1 none), and where each
-    step's nodes start (T + 1 offsets; nodes are numbered in step order)."""
+    nodes): the compiled ``trie_nodes``.  Returns per (b, t) its node (-1:
+    padding), per node its first state (b * T + t) and the nodes it links to
+    (-1 none), and where each step's nodes start (T + 1 offsets; nodes are
+    numbered in step order)."""
     B, T = valid.shape
-    rows = numpy.concatenate([feats.reshape(B * T, -1), src.reshape(B * T, -1)], axis=1)
-    step = numpy.where(valid, distinct_rows(rows.astype("int64"))[1].reshape(B, T), -1)
-    # derivations in the order of their steps: one shares its nodes with the
-    # one before up to their first different step
-    order = numpy.lexsort(step.T[::-1])
-    ranked = step[order]
-    differ = ranked[1:] != ranked[:-1]
-    shared = numpy.where(differ.any(axis=1), differ.argmax(axis=1), T)
-    new = valid[order]
-    new[1:] &= numpy.arange(T) >= shared[:, None]
-    starts = numpy.concatenate([[0], numpy.cumsum(new.sum(axis=0))])
-    node = numpy.full((B, T), -1, dtype="int64")
-    node[order] = numpy.where(valid[order], starts[:-1] + numpy.cumsum(new, axis=0) - 1, -1)
-    t, i = numpy.nonzero(new.T)  # the nodes in their numbering's order
-    b = order[i]
+    node = numpy.empty((B, T), dtype="int64")
+    first, parent = (numpy.empty(B * T, dtype="int64") for _ in range(2))
+    starts = numpy.empty(T + 1, dtype="int64")
+    n = trie_nodes(numpy.ascontiguousarray(feats, dtype="int32"),
+                   numpy.ascontiguousarray(src, dtype="int32"),
+                   numpy.ascontiguousarray(valid, dtype="uint8"), node, first, parent, starts)
+    first = first[:n]
+    b, t = first // T, first % T
     linked = src[b, t]
     links = numpy.where(linked >= 0, node[b[:, None], numpy.maximum(linked, 0)],
-                        numpy.where(linked <= -2, len(b) - 2 - linked, -1))
-    return node, b * T + t, links.astype("int32"), starts
+                        numpy.where(linked <= -2, n - 2 - linked, -1))
+    return node, first, links.astype("int32"), starts
 
 
 def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):

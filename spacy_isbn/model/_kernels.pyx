@@ -490,24 +490,19 @@ def linked_eta(const float[:, ::1] table, const float[:, ::1] rest, const int[:,
     (:func:`link_products`); then out[i] = b + ids[i]'s rows + the linked
     products (:func:`embed_link_sum`'s order).  Returns how many products
     were added; ``products`` must have room for ``src.size`` more."""
-    cdef Py_ssize_t i, r, k, lo, n = ids.shape[0], R = src.shape[1], nH = W.shape[1]
-    cdef Py_ssize_t width = out.shape[1], at = 0
-    cdef int s
+    cdef Py_ssize_t i, r, k, at, n = ids.shape[0], R = src.shape[1], nH = W.shape[1]
+    cdef Py_ssize_t width = out.shape[1]
     if ids.shape[1] + R > MAX_SOURCES:
         raise ValueError(f"linked_eta: {ids.shape[1]} features and {R} links, at most {MAX_SOURCES}")
-    cdef int64_t* states = <int64_t*>malloc(max(1, n * R) * sizeof(int64_t))
+    cdef int64_t* states = <int64_t*>malloc((max(1, n * R) + R + 1) * sizeof(int64_t))
     if states == NULL:
         raise MemoryError()
+    cdef int64_t* bounds = states + max(1, n * R)
     with nogil:
+        at = _new_links(src, slot, size, states, bounds)
         for r in range(R):
-            lo = at
-            for i in range(n):
-                s = src[i, r]
-                if s >= 0 and slot[s, r] < 0:
-                    slot[s, r] = size + at
-                    states[at] = s
-                    at += 1
-            _products(history, &states[lo], at - lo, &W[r * nH, 0], nH, products, size + lo)
+            _products(history, &states[bounds[r]], bounds[r + 1] - bounds[r], &W[r * nH, 0], nH,
+                      products, size + bounds[r])
         for i in range(n):
             for k in range(width):
                 out[i, k] = b[k]
@@ -522,18 +517,25 @@ def new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t[::
     row in ``slot`` yet the next free one, relation by relation (so a
     relation's new rows are consecutive); their states go to ``states``,
     relation r's at ``bounds[r]:bounds[r + 1]``.  Returns how many."""
+    cdef Py_ssize_t at
+    with nogil:
+        at = _new_links(src, slot, next_slot, &states[0], &bounds[0])
+    return at
+
+
+cdef Py_ssize_t _new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slot, int64_t* states,
+                           int64_t* bounds) noexcept nogil:
     cdef Py_ssize_t i, r, n = src.shape[0], R = src.shape[1], at = 0
     cdef int s
-    with nogil:
-        for r in range(R):
-            bounds[r] = at
-            for i in range(n):
-                s = src[i, r]
-                if s >= 0 and slot[s, r] < 0:
-                    slot[s, r] = next_slot + at
-                    states[at] = s
-                    at += 1
-        bounds[R] = at
+    for r in range(R):
+        bounds[r] = at
+        for i in range(n):
+            s = src[i, r]
+            if s >= 0 and slot[s, r] < 0:
+                slot[s, r] = next_slot + at
+                states[at] = s
+                at += 1
+    bounds[R] = at
     return at
 
 
@@ -542,114 +544,115 @@ cdef inline uint64_t _mix(uint64_t h, uint64_t v) noexcept nogil:
     return h * <uint64_t>0xBF58476D1CE4E5B9
 
 
+cdef Py_ssize_t _table_size(Py_ssize_t n) noexcept nogil:
+    """A power of two at least twice ``n``: the hash table's slots."""
+    cdef Py_ssize_t cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    return cap
+
+
+cdef Py_ssize_t _distinct(const int64_t* key, Py_ssize_t N, Py_ssize_t K, int64_t* table,
+                          Py_ssize_t cap, int64_t* first, int64_t* inverse) noexcept nogil:
+    """The distinct rows of ``key`` (N rows of K, row-major) in the order
+    they first occur: their first rows to ``first``, each row's class to
+    ``inverse``; ``table`` (``cap`` slots, at least 2N) is cleared here.
+    Each hash hit is checked entry by entry.  Returns how many."""
+    cdef Py_ssize_t i, j, k, n = 0
+    cdef int64_t cand
+    cdef uint64_t h, mask = cap - 1
+    cdef bint same
+    for k in range(cap):
+        table[k] = -1
+    for i in range(N):
+        h = <uint64_t>0x243F6A8885A308D3
+        for j in range(K):
+            h = _mix(h, <uint64_t>key[i * K + j])
+        k = <Py_ssize_t>(h & mask)
+        while True:
+            cand = table[k]
+            if cand < 0:
+                table[k] = n
+                first[n] = i
+                inverse[i] = n
+                n += 1
+                break
+            same = True
+            for j in range(K):
+                if key[first[cand] * K + j] != key[i * K + j]:
+                    same = False
+                    break
+            if same:
+                inverse[i] = cand
+                break
+            k = (k + 1) & mask
+    return n
+
+
 def distinct_rows(const int64_t[:, ::1] key, int64_t[::1] first, int64_t[::1] inverse) -> int:
     """The distinct rows of ``key`` (N, K) in the order they first occur:
-    their first rows go to ``first``, each row's class to ``inverse``; a
-    hash table, each hit checked entry by entry.  Returns how many."""
-    cdef Py_ssize_t N = key.shape[0], K = key.shape[1], i, j, k, cap = 16, n = 0
-    cdef int64_t cand
-    cdef uint64_t h, mask
-    cdef bint same
-    while cap < 2 * N:
-        cap *= 2
-    mask = cap - 1
+    their first rows go to ``first``, each row's class to ``inverse``.
+    Returns how many."""
+    cdef Py_ssize_t n, N = key.shape[0], cap = _table_size(key.shape[0])
+    if N == 0:
+        return 0
     cdef int64_t* table = <int64_t*>malloc(cap * sizeof(int64_t))
     if table == NULL:
         raise MemoryError()
     with nogil:
-        for k in range(cap):
-            table[k] = -1
-        for i in range(N):
-            h = <uint64_t>0x243F6A8885A308D3
-            for j in range(K):
-                h = _mix(h, <uint64_t>key[i, j])
-            k = <Py_ssize_t>(h & mask)
-            while True:
-                cand = table[k]
-                if cand < 0:
-                    table[k] = n
-                    first[n] = i
-                    inverse[i] = n
-                    n += 1
-                    break
-                same = True
-                for j in range(K):
-                    if key[first[cand], j] != key[i, j]:
-                        same = False
-                        break
-                if same:
-                    inverse[i] = cand
-                    break
-                k = (k + 1) & mask
+        n = _distinct(&key[0, 0], N, key.shape[1], table, cap, &first[0], &inverse[0])
     free(table)
     return n
 
 
 def trie_nodes(const int[:, :, ::1] feats, const int[:, :, ::1] src,
                const unsigned char[:, ::1] valid, int64_t[:, ::1] node, int64_t[::1] first,
-               int64_t[::1] parent, int64_t[::1] starts) -> int:
+               int64_t[::1] starts) -> int:
     """The trie of derivations (``shared_forward.state_nodes``): step t of
     derivation b is node ``node[b, t]``, shared with every derivation whose
     step t has the same parent node (so the same steps before it) and reads
     the same features and links (``feats[b, t]``, ``src[b, t]``); -1 where
     ``valid`` is 0.  Nodes are numbered step by step, in the order of the
     derivations that first reach them (``first``: b * T + t); ``starts``:
-    where each step's nodes start (T + 1).  A hash table per step, each hit
-    checked entry by entry.  Returns the number of nodes."""
+    where each step's nodes start (T + 1).  Per step, the distinct rows of
+    (parent, features, links).  Returns the number of nodes."""
     cdef Py_ssize_t B = feats.shape[0], T = feats.shape[1], F = feats.shape[2], R = src.shape[2]
-    cdef Py_ssize_t b, t, k, k2, cap = 16, n = 0, fb, ft
-    cdef int64_t up, cand
-    cdef uint64_t h, mask
-    cdef bint same
-    while cap < 2 * B:
-        cap *= 2
-    mask = cap - 1
-    cdef int64_t* table = <int64_t*>malloc(cap * sizeof(int64_t))
-    if table == NULL:
+    cdef Py_ssize_t K = 1 + F + R, cap = _table_size(B), b, t, k, m, j, n = 0
+    cdef int64_t* rows = <int64_t*>malloc(max(1, B * K) * sizeof(int64_t))
+    cdef int64_t* scratch = <int64_t*>malloc((3 * max(1, B) + cap) * sizeof(int64_t))
+    if rows == NULL or scratch == NULL:
+        free(rows)
+        free(scratch)
         raise MemoryError()
+    # the step's derivations, their classes' first rows and each row's class, the table
+    cdef int64_t* of_row = scratch
+    cdef int64_t* row_first = scratch + B
+    cdef int64_t* row_class = scratch + 2 * B
+    cdef int64_t* table = scratch + 3 * B
     with nogil:
         for t in range(T):
             starts[t] = n
-            for k in range(cap):
-                table[k] = -1
+            m = 0
             for b in range(B):
                 if not valid[b, t]:
                     node[b, t] = -1
                     continue
-                up = node[b, t - 1] if t > 0 else -1
-                h = _mix(<uint64_t>0x243F6A8885A308D3, <uint64_t>(up + 1))
-                for k in range(F):
-                    h = _mix(h, <uint64_t><int64_t>feats[b, t, k])
-                for k in range(R):
-                    h = _mix(h, <uint64_t><int64_t>src[b, t, k])
-                k = <Py_ssize_t>(h & mask)
-                while True:
-                    cand = table[k]
-                    if cand < 0:
-                        table[k] = n
-                        parent[n] = up
-                        first[n] = b * T + t
-                        node[b, t] = n
-                        n += 1
-                        break
-                    if parent[cand] == up:
-                        fb, ft = first[cand] // T, first[cand] % T
-                        same = True
-                        for k2 in range(F):
-                            if feats[fb, ft, k2] != feats[b, t, k2]:
-                                same = False
-                                break
-                        if same:
-                            for k2 in range(R):
-                                if src[fb, ft, k2] != src[b, t, k2]:
-                                    same = False
-                                    break
-                        if same:
-                            node[b, t] = cand
-                            break
-                    k = (k + 1) & mask
+                of_row[m] = b
+                rows[m * K] = node[b, t - 1] if t > 0 else -1
+                for j in range(F):
+                    rows[m * K + 1 + j] = feats[b, t, j]
+                for j in range(R):
+                    rows[m * K + 1 + F + j] = src[b, t, j]
+                m += 1
+            k = _distinct(rows, m, K, table, cap, row_first, row_class)
+            for j in range(k):
+                first[n + j] = of_row[row_first[j]] * T + t
+            for j in range(m):
+                node[of_row[j], t] = n + row_class[j]
+            n += k
         starts[T] = n
-    free(table)
+    free(rows)
+    free(scratch)
     return n
 
 

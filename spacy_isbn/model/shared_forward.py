@@ -53,11 +53,11 @@ def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
     numbered in step order)."""
     B, T = valid.shape
     node = numpy.empty((B, T), dtype="int64")
-    first, parent = (numpy.empty(B * T, dtype="int64") for _ in range(2))
+    first = numpy.empty(B * T, dtype="int64")
     starts = numpy.empty(T + 1, dtype="int64")
     n = trie_nodes(numpy.ascontiguousarray(feats, dtype="int32"),
                    numpy.ascontiguousarray(src, dtype="int32"),
-                   numpy.ascontiguousarray(valid, dtype="uint8"), node, first, parent, starts)
+                   numpy.ascontiguousarray(valid, dtype="uint8"), node, first, starts)
     first = first[:n]
     b, t = first // T, first % T
     linked = src[b, t]

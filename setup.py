@@ -12,6 +12,7 @@ setup(
             # -ffast-math only when compiling (see the module's docstring)
             Extension("spacy_isbn.model._kernels", ["spacy_isbn/model/_kernels.pyx"],
                       extra_compile_args=["-O3", "-ffast-math"], libraries=["m"]),
+            Extension("spacy_isbn.model._trie", ["spacy_isbn/model/_trie.pyx"]),
             Extension("spacy_isbn.search._select", ["spacy_isbn/search/_select.pyx"]),
         ],
         compiler_directives={"language_level": "3"},

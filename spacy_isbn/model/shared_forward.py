@@ -22,8 +22,8 @@ from typing import Tuple
 import numpy
 from thinc.api import Model
 
-from ._kernels import distinct_rows as compiled_distinct_rows
-from ._kernels import trie_nodes
+from ._trie import distinct_rows as compiled_distinct_rows
+from ._trie import trie_nodes
 from .batch import CONTEXT, DerivationBatch
 from .isbn import (SOFTMAX_HEADS, decision_heads, decisions_of, forward, forward_inputs,
                    output_groups, ranged_decisions, scored_decisions)

@@ -91,7 +91,8 @@ def make_isbn_parser(
     docs/design.md, "What isbn_parser does" (Settings)."""
     return ISBNParser(
         nlp.vocab, model, name, beam_width=beam_width, beam_density=beam_density,
-        label_top_k=label_top_k, multiroot=multiroot, tag_attr=tag_attr, tagging=tagging, tag_top_k=tag_top_k, cutoff=cutoff,
+        label_top_k=label_top_k, multiroot=multiroot, tag_attr=tag_attr, tagging=tagging,
+        tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
         sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
         confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
@@ -135,8 +136,7 @@ class ISBNParser(DependencyPipe):
         super().__init__(vocab, model, name, {
             "beam_width": beam_width, "beam_density": beam_density,
             "label_top_k": label_top_k, "multiroot": multiroot, "tag_attr": tag_attr,
-            "tagging": tagging,
-            "tag_top_k": tag_top_k, "cutoff": cutoff,
+            "tagging": tagging, "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words, "segment_length": segment_length,
             "sentence_kbest": sentence_kbest, "free_end": free_end,
             "boundary_beam": boundary_beam,

@@ -44,9 +44,21 @@ def test_convert_train_evaluate_and_write_back(tmp_path):
     assert sum(len(d) for d in docs) == 15
     model = tmp_path / "model"
     _train_tiny(corpus, model)
+    main(["set-beam", str(model), "3", "--density", "0.05", "--label-top-k", "2"])
+    cfg = spacy.load(model).get_pipe("isbn_parser").cfg
+    assert (cfg["beam_width"], cfg["beam_density"], cfg["label_top_k"]) == (3, 0.05, 2)
+    # a training config's search settings, where not given
+    like = tmp_path / "like.cfg"
+    config = spacy.util.load_config(model / "config.cfg")
+    config["components"]["isbn_parser"].update(beam_width=4, beam_density=0.1, label_top_k=3)
+    config.to_disk(like)
+    main(["set-beam", str(model), "--like", str(like), "--density", "0.02"])
+    cfg = spacy.load(model).get_pipe("isbn_parser").cfg
+    assert (cfg["beam_width"], cfg["beam_density"], cfg["label_top_k"]) == (4, 0.02, 3)
+    assert spacy.util.load_config(model / "config.cfg")["components"]["isbn_parser"][
+        "label_top_k"] == 3
+    assert "give a beam width" in _error(["set-beam", model])
     main(["set-beam", str(model), "3", "--density", "0.05"])
-    assert spacy.load(model).get_pipe("isbn_parser").cfg["beam_width"] == 3
-    assert spacy.load(model).get_pipe("isbn_parser").cfg["beam_density"] == 0.05
     out = tmp_path / "metrics.json"
     conll_out = tmp_path / "parsed.conllu"
     main(["evaluate", str(model), str(corpus), str(out), "--conll-out", str(conll_out)])

@@ -81,18 +81,36 @@ def stage_configs(config: Path, output_dir: Path) -> Tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-def set_beam(model: Path, beam_width: int, beam_density: Optional[float] = None) -> None:
-    """Make ``beam_width`` (and ``beam_density``, if given) the default of a
-    saved pipeline's isbn_parser."""
+# the search settings of an isbn_parser that set-beam makes a saved pipeline's defaults
+BEAM_SETTINGS = ("beam_width", "beam_density", "label_top_k")
+
+
+def set_beam(model: Path, beam_width: Optional[int] = None, beam_density: Optional[float] = None,
+             label_top_k: Optional[int] = None, like: Optional[Path] = None) -> None:
+    """Make ``beam_width`` (and ``beam_density`` and ``label_top_k``, where
+    given) the defaults of a saved pipeline's isbn_parser; ``like``: a
+    training config whose isbn_parser's settings are taken where not given
+    (the shipped search of a pipeline trained at another beam)."""
     config_path = require(Path(model) / "config.cfg", "pipeline config")
     config = spacy.util.load_config(config_path)
     names = [name for name, comp in config["components"].items() if comp.get("factory") == "isbn_parser"]
     if not names:
         raise CliError(f"{model}: no isbn_parser component to set the beam of "
                        f"(components: {', '.join(config['components']) or 'none'})")
-    _save_setting(Path(model), names, "beam_width", beam_width)
-    if beam_density is not None:
-        _save_setting(Path(model), names, "beam_density", beam_density)
+    settings = {}
+    if like is not None:
+        parsers = [comp for comp in spacy.util.load_config(require(Path(like), "training config"))
+                   ["components"].values() if comp.get("factory") == "isbn_parser"]
+        if not parsers:
+            raise CliError(f"{like}: no isbn_parser component to take the beam settings of")
+        settings = {key: parsers[0][key] for key in BEAM_SETTINGS if key in parsers[0]}
+    given = {"beam_width": beam_width, "beam_density": beam_density, "label_top_k": label_top_k}
+    settings.update({key: value for key, value in given.items() if value is not None})
+    if "beam_width" not in settings:
+        raise CliError(f"{model}: give a beam width, or a training config to take it from (--like)")
+    for key in BEAM_SETTINGS:
+        if key in settings:
+            _save_setting(Path(model), names, key, settings[key])
 
 
 def _save_setting(model: Path, names: Sequence[str], key: str, value) -> None:
@@ -380,12 +398,17 @@ def stage_configs_cli(
 @app.command("set-beam")
 def set_beam_cli(
     model: Path = Arg(..., help="a saved pipeline", **IN_DIR),
-    beam_width: int = Arg(..., min=1, help="the isbn_parser's default beam width"),
+    beam_width: Optional[int] = Arg(None, min=1, help="the isbn_parser's default beam width "
+                                    "(not given: --like's)"),
     beam_density: Optional[float] = Opt(None, "--density", min=0.0, max=1.0,
                                          help="and its beam_density (not given: as it is)"),
+    label_top_k: Optional[int] = Opt(None, "--label-top-k", min=1,
+                                     help="and its label_top_k (not given: as it is)"),
+    like: Optional[Path] = Opt(None, "--like", help="a training config: its isbn_parser's beam "
+                               "width, density and label_top_k where not given", **IN_FILE),
 ):
-    """Set the default beam width (and density) of a saved pipeline."""
-    set_beam(model, beam_width, beam_density)
+    """Set the default beam width (and density, label top k) of a saved pipeline."""
+    set_beam(model, beam_width, beam_density, label_top_k, like)
 
 
 @app.command("rerank-weight")

@@ -8,7 +8,7 @@ log-linear score of log P_cond, log P_gen and ``FEATURES``, and reports
 generative, exact log-probs. The score and what it writes: docs/design.md,
 "Extension attributes"; how it is trained: "The data flow".
 """
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
 from spacy.language import Language
@@ -74,7 +74,7 @@ class ScoredKBest:
     ``chained_under``: the weights that chose the tree each entry's
     candidates went on from (None: each scored from the doc's start)."""
 
-    __slots__ = ("entries", "scores", "chained_under")
+    __slots__ = ("entries", "scores", "chained_under", "_ranked")
 
     def __init__(self, entries: List[tuple], scores: Optional[List[list]] = None,
                  chained_under: Optional[numpy.ndarray] = None):
@@ -82,11 +82,21 @@ class ScoredKBest:
         self.entries = entries
         self.scores = scores
         self.chained_under = chained_under
+        self._ranked: Optional[tuple] = None
+
+    def ranked(self, weights: numpy.ndarray) -> Tuple[List[numpy.ndarray], List[numpy.ndarray]]:
+        """Per entry its candidates' combined scores under ``weights`` and
+        the candidates ordered by them, best first (kept for the last
+        weights asked: annotating and the arc probabilities read both)."""
+        key = weights.tobytes()
+        if self._ranked is None or self._ranked[0] != key:
+            scores = [combined(feats, weights) for *_, feats in self.entries]
+            self._ranked = (key, scores, [numpy.argsort(-s, kind="stable") for s in scores])
+        return self._ranked[1], self._ranked[2]
 
     def choose(self, weights: numpy.ndarray) -> List[numpy.ndarray]:
         """Per entry the candidates ordered by the combined score, best first."""
-        return [numpy.argsort(-combined(feats, weights), kind="stable")
-                for *_, feats in self.entries]
+        return self.ranked(weights)[1]
 
 
 class ISBNReranker(DependencyPipe):
@@ -137,8 +147,9 @@ class ISBNReranker(DependencyPipe):
         documents; so the chosen trees' scores are the exact scores of the
         doc.  Mean field takes no context: each from the doc's start."""
         docs = list(docs)
-        for doc in docs:
-            if doc._.isbn_kbest is None and len(doc):
+        kbests = [doc._.isbn_kbest for doc in docs]
+        for doc, kbest in zip(docs, kbests):
+            if kbest is None and len(doc):
                 raise ValueError(
                     f"{self.name} reranks the k best trees of an isbn_parser in front of it "
                     "(doc._.isbn_kbest), but this Doc has none: put a conditional isbn_parser "
@@ -150,9 +161,9 @@ class ISBNReranker(DependencyPipe):
         context = numpy.zeros((len(docs), self.core.get_dim("nH")), dtype="float32")
         out = [ScoredKBest([], [], weights if chained else None) for _ in docs]
         read: dict = {}
-        for n in range(max([len(doc._.isbn_kbest or ()) for doc in docs] or [0])):
-            lists = [(d, *doc._.isbn_kbest[n]) for d, doc in enumerate(docs)
-                     if n < len(doc._.isbn_kbest or ())]
+        kbests = [kbest or () for kbest in kbests]
+        for n in range(max(map(len, kbests), default=0)):
+            lists = [(d, *kbest[n]) for d, kbest in enumerate(kbests) if n < len(kbest)]
             items, owner = [], []
             for d, start, end, analyses in lists:
                 for _, heads, labels in analyses:
@@ -194,10 +205,10 @@ class ISBNReranker(DependencyPipe):
         outside = self.cfg.get("outside_agreement", 1.0)
         for doc, cands in zip(docs, candidates):
             spans = []
-            for (start, end, heads, labels, feats), order in zip(cands.entries,
-                                                                cands.choose(weights)):
+            for (start, end, heads, labels, feats), scores, order in zip(cands.entries,
+                                                                        *cands.ranked(weights)):
                 spans.append((start, end, *arc_marginals(
-                    combined(feats, weights), heads, labels, int(order[0]), temperature,
+                    scores, heads, labels, int(order[0]), temperature,
                     coverage(feats[:, 0]), outside)))
             write_arc_probs(DocWords(doc), spans)
 

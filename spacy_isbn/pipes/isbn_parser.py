@@ -240,9 +240,14 @@ class ISBNParser(DependencyPipe):
         decoded = self._decode([sent for pieces in parses for _, seg in pieces
                                 for sents in (seg.sentences, *(s for _, s in seg.kbest))
                                 for sent in sents])
-        # every doc's trees, one doc after another (its pieces cover its words)
+        # every doc's trees, one doc after another (its pieces cover its words);
+        # then the other analyses of every piece's k best, one after another
         all_heads, all_deps = decoded.trees([(offset, sent) for pieces in parses
                                              for offset, seg in pieces for sent in seg.sentences])
+        other_heads, other_deps = decoded.trees([(offset, sent) for pieces in parses
+                                                 for offset, seg in pieces for _, sents in seg.kbest
+                                                 if sents is not seg.sentences for sent in sents])
+        other_start = 0
         docs = list(docs)
         doc_words = [DocWords(doc) for doc in docs]
         doc_start = 0
@@ -260,9 +265,12 @@ class ISBNParser(DependencyPipe):
                         self._set_tags(words.token_list(start, end), sent)
                 analyses = []
                 for score, sents in seg.kbest:
-                    tree = ((heads[offset: offset + size], deps[offset: offset + size])
-                            if sents is seg.sentences else
-                            decoded.trees([(offset, sent) for sent in sents]))
+                    if sents is seg.sentences:
+                        tree = heads[offset: offset + size], deps[offset: offset + size]
+                    else:
+                        tree = (other_heads[other_start: other_start + size],
+                                other_deps[other_start: other_start + size])
+                        other_start += size
                     tree_heads, tree_labels = words.token_trees(offset, offset + size, *tree)
                     analyses.append([float(score), tree_heads.tolist(), tree_labels])
                 kbest.append([*words.token_span(offset, offset + size), analyses])

@@ -28,7 +28,7 @@ from ..model.isbn import HEADS
 from ..model.shared_forward import forced_logprobs
 from ..transitions.arc_eager import sentence_spans_from_heads
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
-from ..transitions.inputs import SegmentInputs
+from ..transitions.inputs import SegmentInputs, TokenColumns
 from .base import DocWords
 
 # the decision heads whose decisions are about a state's action (the rest: its generated word)
@@ -98,12 +98,17 @@ class ForcedDerivations:
         items, pipe = list(items), self.pipe
         generative = pipe.generative
         out: List[List[Optional[SentenceScore]]] = [[None] * len(sents) for _, sents in items]
-        # a doc's words and inputs, read once however many items have trees of it
+        # a doc's words and inputs, read once however many items have trees of it,
+        # the docs not read yet all at once
         read = {} if read is None else read
-        for doc, _ in items:
-            if id(doc) not in read:
-                words = DocWords(doc)
-                read[id(doc)] = words, pipe._inputs(pipe._columns(doc, words.tokens))
+        unread = list({id(doc): doc for doc, _ in items if id(doc) not in read}.values())
+        if unread:
+            doc_words = [DocWords(doc) for doc in unread]
+            inputs = pipe._inputs(TokenColumns.concat(
+                [pipe._columns(doc, words.tokens) for doc, words in zip(unread, doc_words)]))
+            first = numpy.cumsum([0] + [len(words) for words in doc_words]).tolist()
+            for d, (doc, words) in enumerate(zip(unread, doc_words)):
+                read[id(doc)] = words, inputs.span(first[d], first[d + 1])
         all_words = [read[id(doc)][0] for doc, _ in items]
         vectors = None if generative else pipe.token_vectors([doc for doc, _ in items], all_words)
         derived = self._derivations(items, all_words, {d: inputs for d, (_, inputs) in read.items()},

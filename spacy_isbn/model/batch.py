@@ -67,18 +67,19 @@ class DerivationBatch:
     @classmethod
     def from_derivations(cls, derivs: List[Derivation]) -> "DerivationBatch":
         B = len(derivs)
-        lengths = numpy.array([d.n_states for d in derivs], dtype="int64")
-        T = int(lengths.max())
-        valid = numpy.arange(T) < lengths[:, None]
-        # where each derivation's states go, all derivations at once (a row each)
-        at = numpy.nonzero(valid)
+        T = max(d.n_states for d in derivs)
 
         def pad(name, fill, dtype):
-            arrays = [getattr(d, name) for d in derivs]
-            out = numpy.full((B, T) + arrays[0].shape[1:], fill, dtype=dtype)
-            out[at] = numpy.concatenate(arrays)
+            first = getattr(derivs[0], name)
+            out = numpy.full((B, T) + first.shape[1:], fill, dtype=dtype)
+            for i, d in enumerate(derivs):
+                arr = getattr(d, name)
+                out[i, : arr.shape[0]] = arr
             return out
 
+        valid = numpy.zeros((B, T), dtype=bool)
+        for i, d in enumerate(derivs):
+            valid[i, : d.n_states] = True
         return cls(
             feats=pad("feats", -1, "int32"),
             src=pad("src", -1, "int32"),

@@ -63,6 +63,16 @@ def test_the_trees_of_a_k_best_list_are_derived_together_as_one_by_one(pipeline)
         assert (act[b, : d.n_states].tolist(), gen[b, : d.n_states].tolist()) == \
             stack_decision_words(d.action.tolist(), len(doc))
         assert (act[b, d.n_states:] == -1).all() and (gen[b, d.n_states:] == -1).all()
+    # derivations of sentences of other lengths in one call: each row by its own sentence's
+    short = reranker.moves.derivation(inputs.span(0, 4), ([0, 2, 3, 0, 3], [0, 1, 1, 1, 1]),
+                                      reranker.end_tag)
+    mixed = numpy.full((2, actions.shape[1]), -1, dtype="int32")
+    mixed[0], mixed[1, : short.n_states] = actions[0], short.action
+    act, gen = ArcEagerMoves.decision_words(mixed, numpy.array([len(doc), 4]))
+    assert (act[1, : short.n_states].tolist(), gen[1, : short.n_states].tolist()) == \
+        stack_decision_words(short.action.tolist(), 4)
+    assert (act[0, : together[0].n_states].tolist(), gen[0, : together[0].n_states].tolist()) == \
+        stack_decision_words(together[0].action.tolist(), len(doc))
 
 
 def test_forced_score_is_the_training_loss_and_its_parts_add_up(pipeline):

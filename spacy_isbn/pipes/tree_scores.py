@@ -208,20 +208,24 @@ class ForcedDerivations:
                     out[i][k] = SentenceScore(lp, numpy.zeros(sent[1] - sent[0]), reason)
                 else:
                     same_words.setdefault((id(doc), start, end), []).append((i, k, gold))
-        derived = {}
+        keys, derivs, n_words = [], [], []
         for (doc_id, start, end), trees in same_words.items():
-            derivs = pipe.moves.derivations(inputs[doc_id].span(start, end),
-                                            [gold for *_, gold in trees], pipe.end_tag,
-                                            pipe.cfg["multiroot"])
-            actions = numpy.full((len(derivs), max(d.n_states for d in derivs)), -1, dtype="int32")
-            for row, d in zip(actions, derivs):
-                row[: d.n_states] = d.action
-            # 0-based (state 0's action: none, counted with the first word's)
-            act, gen = (numpy.maximum(w, 1) - 1 for w in pipe.moves.decision_words(
-                actions, end - start))
-            for b, ((i, k, _), d) in enumerate(zip(trees, derivs)):
-                derived[i, k] = d, (act[b, : d.n_states], gen[b, : d.n_states])
-        return derived
+            derivs += pipe.moves.derivations(inputs[doc_id].span(start, end),
+                                             [gold for *_, gold in trees], pipe.end_tag,
+                                             pipe.cfg["multiroot"])
+            keys += [(i, k) for i, k, _ in trees]
+            n_words += [end - start] * len(trees)
+        if not derivs:
+            return {}
+        # the words of every derivation's decisions, all at once
+        actions = numpy.full((len(derivs), max(d.n_states for d in derivs)), -1, dtype="int32")
+        for row, d in zip(actions, derivs):
+            row[: d.n_states] = d.action
+        # 0-based (state 0's action: none, counted with the first word's)
+        act, gen = (numpy.maximum(w, 1) - 1 for w in pipe.moves.decision_words(
+            actions, numpy.array(n_words)))
+        return {key: (d, (act[b, : d.n_states], gen[b, : d.n_states]))
+                for b, (key, d) in enumerate(zip(keys, derivs))}
 
     def _oracle(self, start: int, end: int, heads: List[int], labels: List[str],
                 root_label: str, label_ids: Dict[str, int]) -> Tuple[Optional[Tuple], str]:

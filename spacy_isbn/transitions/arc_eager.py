@@ -7,7 +7,7 @@ one-configuration view for oracles and tests, and the oracle. The decisions
 and the dynamic oracle: docs/design.md, "What isbn_parser does" (Derivation)
 and "The transition-system interface".
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
@@ -169,15 +169,16 @@ class ArcEagerMoves(Moves):
         return out
 
     @staticmethod
-    def decision_words(action: numpy.ndarray, n_words: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def decision_words(action: numpy.ndarray, n_words: Union[int, numpy.ndarray]) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """Which word (1-based) each state's decisions of a sentence's
         derivation are about, so a tree's log-prob splits into per-word parts
         that add up to it: (per state, the word its action and label decide
         on, -1 at state 0: LEFT and REDUCE the top they pop, RIGHT and SHIFT
         the front, i.e. every arc goes to its dependent; per state, the word
         it generates, the end of the sentence going to the last word).
-        ``action``: one derivation's (T,), or (K, T) of K derivations of the
-        sentence padded with -1 (-1 there in both)."""
+        ``action``: one derivation's (T,), or (K, T) of K derivations padded
+        with -1 (-1 there in both); ``n_words``: the sentence's words, or
+        per derivation its sentence's (K,)."""
         action = numpy.asarray(action)
         acts = action.reshape(-1, action.shape[-1])
         shift = acts == SHIFT
@@ -193,7 +194,7 @@ class ArcEagerMoves(Moves):
         k, t = k[order], t[order]
         popped = numpy.flatnonzero(pop[k, t])
         act[k[popped], t[popped]] = front[k[popped - 1], t[popped - 1]]
-        gen = numpy.where(shift, numpy.minimum(front + 1, n_words), -1)
+        gen = numpy.where(shift, numpy.minimum(front + 1, numpy.reshape(n_words, (-1, 1))), -1)
         gen[:, 0] = 1
         return act.reshape(action.shape), gen.reshape(action.shape)
 

@@ -49,7 +49,11 @@ def arc_marginals(scores: Sequence[float], heads: Sequence[Sequence[int]],
     label, times ``covered + (1 - covered) * outside_agreement`` (see the
     module).  ``scores``, ``heads`` and ``labels``: one per analysis, the
     heads and labels one per token of the span."""
-    weights = analysis_weights(scores, temperature) * (covered + (1 - covered) * outside_agreement)
+    scale = covered + (1 - covered) * outside_agreement
+    if len(heads) == 1:
+        # a lone analysis weighs 1 (even at -inf: all weigh the same): each arc gets the scale
+        return numpy.full(len(heads[0]), min(scale, 1.0)), numpy.full(len(heads[0]), min(scale, 1.0))
+    weights = analysis_weights(scores, temperature) * scale
     heads = numpy.asarray(heads, dtype="int64")
     labels = numpy.asarray(labels, dtype=object)
     same_head = heads == heads[chosen]

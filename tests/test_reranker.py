@@ -320,6 +320,35 @@ def test_benchmark_rows_without_reranking_make_one_pass(pipeline):
         parser.cfg.update(saved)
 
 
+def test_parser_leaves_the_arc_probabilities_to_the_reranker(pipeline):
+    """With ``arc_confidence`` off the parser writes none (the reranker
+    would overwrite them): the reranked output is the same, and a benchmark
+    row without the reranker switches the parser's back on."""
+    from spacy_isbn.evaluation.raw_text import configure_system
+
+    nlp, _ = pipeline
+    parser = nlp.get_pipe("isbn_parser")
+    text = "the dog sees a cat . dogs chase big cats ."
+
+    def output(doc):
+        return (doc.to_json(), doc._.isbn_logprob,
+                [(t._.isbn_head_prob, t._.isbn_dep_prob) for t in doc])
+
+    before = output(nlp(text))
+    assert all(head is not None for head, _ in before[2])
+    saved = dict(parser.cfg)
+    try:
+        parser.cfg["arc_confidence"] = False
+        assert output(nlp(text)) == before
+        with nlp.select_pipes(disable=["isbn_reranker"]):
+            assert nlp(text)._.isbn_arc_probs is None and nlp(text)[0].head is not None
+            configure_system(nlp, {"rerank": False, "model": "x"})
+            assert nlp(text)[0]._.isbn_head_prob is not None
+    finally:
+        parser.cfg.clear()
+        parser.cfg.update(saved)
+
+
 def test_saved_reranked_pipeline_parses_raw_text_in_a_fresh_process(pipeline, tmp_path):
     """The whole pipeline (tok2vec, tagger, conditional parser, reranker)
     saved, then spacy.load in a new interpreter on raw strings: several

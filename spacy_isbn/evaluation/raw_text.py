@@ -58,6 +58,9 @@ def configure_system(nlp, system: dict) -> List[str]:
         if rerankers or "rerank" in system:
             # the per-sentence k-best pass only feeds a reranker
             pipe.cfg["sentence_kbest"] = bool(system.get("rerank"))
+        if system.get("rerank") is False:
+            # no reranker writes the arc probabilities after it: the parser does
+            pipe.cfg["arc_confidence"] = True
     if system.get("rerank") is False:
         names = [n for n in names if n not in rerankers]
     elif system.get("rerank") and not rerankers:

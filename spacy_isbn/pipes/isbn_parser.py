@@ -49,6 +49,7 @@ TAGGING_MODES = ("auto", "pipeline", "joint")
         "sentence_kbest": False,
         "free_end": False,
         "boundary_beam": 0,
+        "arc_confidence": True,
         "confidence_temperature": 1.0,
         "outside_agreement": 1.0,
         "explore_rate": 0.0,
@@ -81,6 +82,7 @@ def make_isbn_parser(
     sentence_kbest: bool,
     free_end: bool,
     boundary_beam: int,
+    arc_confidence: bool,
     confidence_temperature: float,
     outside_agreement: float,
     explore_rate: float,
@@ -95,6 +97,7 @@ def make_isbn_parser(
         tag_top_k=tag_top_k, cutoff=cutoff,
         max_batch_words=max_batch_words, segment_length=segment_length,
         sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
+        arc_confidence=arc_confidence,
         confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
         explore_rate=explore_rate, explore_warmup=explore_warmup, scorer=scorer,
     )
@@ -123,6 +126,7 @@ class ISBNParser(DependencyPipe):
         sentence_kbest: bool = False,
         free_end: bool = False,
         boundary_beam: int = 0,
+        arc_confidence: bool = True,
         confidence_temperature: float = 1.0,
         outside_agreement: float = 1.0,
         explore_rate: float = 0.0,
@@ -139,7 +143,7 @@ class ISBNParser(DependencyPipe):
             "tagging": tagging, "tag_top_k": tag_top_k, "cutoff": cutoff,
             "max_batch_words": max_batch_words, "segment_length": segment_length,
             "sentence_kbest": sentence_kbest, "free_end": free_end,
-            "boundary_beam": boundary_beam,
+            "boundary_beam": boundary_beam, "arc_confidence": bool(arc_confidence),
             "confidence_temperature": float(confidence_temperature),
             "outside_agreement": float(outside_agreement),
             "explore_rate": float(explore_rate), "explore_warmup": explore_warmup,
@@ -236,7 +240,8 @@ class ISBNParser(DependencyPipe):
         piece.  A doc of whitespace only is one sentence: its first token the
         root, the others attached to it, scored as the empty text (0, no
         sentences, no k best).  Each piece's beam gives its tokens' arc
-        probabilities (:meth:`write_confidence`)."""
+        probabilities (:meth:`write_confidence`), unless ``arc_confidence``
+        is off (an ``isbn_reranker`` after it writes its own)."""
         decoded = self._decode([sent for pieces in parses for _, seg in pieces
                                 for sents in (seg.sentences, *(s for _, s in seg.kbest))
                                 for sent in sents])
@@ -285,7 +290,8 @@ class ISBNParser(DependencyPipe):
             ext.isbn_words_logprob = float(sum(seg.words_logprob for _, seg in pieces))
             ext.isbn_sentences = sentences
             ext.isbn_kbest = kbest
-        self.write_confidence(docs, parses, doc_words)
+        if self.cfg.get("arc_confidence", True):
+            self.write_confidence(docs, parses, doc_words)
 
     def write_confidence(self, docs: Iterable[Doc], parses,
                          doc_words: Optional[List[DocWords]] = None) -> None:

@@ -104,8 +104,9 @@ def set_beam(model: Path, beam_width: Optional[int] = None, beam_density: Option
         if not parsers:
             raise CliError(f"{like}: no isbn_parser component to take the beam settings of")
         settings = {key: parsers[0][key] for key in BEAM_SETTINGS if key in parsers[0]}
-    given = {"beam_width": beam_width, "beam_density": beam_density, "label_top_k": label_top_k}
-    settings.update({key: value for key, value in given.items() if value is not None})
+    settings.update({key: value for key, value in zip(BEAM_SETTINGS, (beam_width, beam_density,
+                                                                      label_top_k))
+                     if value is not None})
     if "beam_width" not in settings:
         raise CliError(f"{model}: give a beam width, or a training config to take it from (--like)")
     for key in BEAM_SETTINGS:

@@ -52,7 +52,8 @@ def arc_marginals(scores: Sequence[float], heads: Sequence[Sequence[int]],
     scale = covered + (1 - covered) * outside_agreement
     if len(heads) == 1:
         # a lone analysis weighs 1 (even at -inf: all weigh the same): each arc gets the scale
-        return numpy.full(len(heads[0]), min(scale, 1.0)), numpy.full(len(heads[0]), min(scale, 1.0))
+        probs = numpy.full(len(heads[0]), min(scale, 1.0))
+        return probs, probs.copy()
     weights = analysis_weights(scores, temperature) * scale
     heads = numpy.asarray(heads, dtype="int64")
     labels = numpy.asarray(labels, dtype=object)

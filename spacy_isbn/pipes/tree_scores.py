@@ -144,15 +144,13 @@ class ForcedDerivations:
                                      begins):
             members = [of[id(d)] for d in batch]
             arrays = DerivationBatch.from_derivations(batch)
-            # two outputs per word: the decisions about the tree, the word's
-            # generation; a piece's words follow the pieces' before it
-            n_words = numpy.array([sum(n for _, _, n in p.sentences) for p in members], "int64")
-            before = numpy.repeat(numpy.cumsum(n_words) - n_words, arrays.valid.sum(axis=1))
-            at = numpy.nonzero(arrays.valid)
+            # two outputs per word: the decisions about the tree, the word's generation
             tree_out, word_out = (numpy.zeros(arrays.valid.shape, dtype="int64") for _ in range(2))
-            tree_out[at] = 2 * (numpy.concatenate([p.action_words for p in members]) + before)
-            word_out[at] = 2 * (numpy.concatenate([p.generated_words for p in members]) + before) + 1
-            offset = int(n_words.sum())
+            offset = 0
+            for b, piece in enumerate(members):
+                tree_out[b, : len(piece.action_words)] = 2 * (piece.action_words + offset)
+                word_out[b, : len(piece.generated_words)] = 2 * (piece.generated_words + offset) + 1
+                offset += sum(n for _, _, n in piece.sentences)
             arrays.groups = {key: tree_out if key in ACTION_HEADS else word_out for key in HEADS}
             if vectors is not None:
                 arrays.vectors = vectors[0]

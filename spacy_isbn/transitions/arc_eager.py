@@ -169,7 +169,8 @@ class ArcEagerMoves(Moves):
         return out
 
     @staticmethod
-    def decision_words(action: numpy.ndarray, n_words: Union[int, numpy.ndarray]) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def decision_words(action: numpy.ndarray, n_words: Union[int, numpy.ndarray]
+                       ) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """Which word (1-based) each state's decisions of a sentence's
         derivation are about, so a tree's log-prob splits into per-word parts
         that add up to it: (per state, the word its action and label decide

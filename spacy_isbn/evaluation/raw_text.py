@@ -9,7 +9,7 @@ setting (per-sentence k best reranked by the generative model).
 """
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import spacy
 from spacy.training import Example
@@ -45,13 +45,19 @@ def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
     return rows
 
 
+# an isbn_parser's settings that say how a row searched (its metrics row's "search")
+SEARCH_SETTINGS = ("beam_width", "label_top_k", "beam_density")
+
+
+def _isbn_parsers(nlp) -> List[str]:
+    return [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_parser"]
+
+
 def configure_system(nlp, system: dict) -> List[str]:
     """Set the system's beam and reranking; returns the components to run."""
     names = list(nlp.pipe_names)
     rerankers = [n for n in names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
-    for name in names:
-        if nlp.get_pipe_meta(name).factory != "isbn_parser":
-            continue
+    for name in _isbn_parsers(nlp):
         pipe = nlp.get_pipe(name)
         if "beam" in system:
             pipe.cfg["beam_width"] = system["beam"]
@@ -79,16 +85,24 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
     """Run and score ``systems`` on the documents of the CoNLL file ``test``
     (``nlp.pipe`` in batches of ``batch_size`` docs, spaCy's default, for
     every system); write the rows to ``output`` (JSON) and ``markdown``."""
-    loaded: Dict[str, spacy.language.Language] = {}
+    # each pipeline loaded once, with its isbn_parsers' saved settings: every
+    # row starts from them, so a row's beam does not carry over into the next
+    loaded: Dict[str, Tuple[spacy.language.Language, Dict[str, dict]]] = {}
     rows = []
     refs, source = None, None
     for system in systems:
         if system["model"] not in loaded:
-            loaded[system["model"]] = spacy.load(system["model"])
-        nlp = loaded[system["model"]]
+            nlp = spacy.load(system["model"])
+            loaded[system["model"]] = nlp, {name: dict(nlp.get_pipe(name).cfg)
+                                            for name in _isbn_parsers(nlp)}
+        nlp, saved = loaded[system["model"]]
+        for name, cfg in saved.items():
+            nlp.get_pipe(name).cfg.update(cfg)
         if refs is None:
             refs, source = read_documents(test, nlp.vocab, documents)
         names = configure_system(nlp, system)
+        search = {key: nlp.get_pipe(name).cfg.get(key) for name in _isbn_parsers(nlp)
+                  for key in SEARCH_SETTINGS}
         seconds = float("inf")
         with nlp.select_pipes(enable=names):
             # the faster of passes over the same docs: a process's first pass over
@@ -102,7 +116,7 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
         scores = score_conll18([Example(p, r) for p, r in zip(preds, refs)])
         words = sum(len(r) for r in refs)
         rows.append({**system, "model": project_path(system["model"]), "components": names,
-                     "scores": scores, "seconds": seconds,
+                     "search": search or None, "scores": scores, "seconds": seconds,
                      "words_per_second": words / max(seconds, 1e-9)})
         print(f"{system['name']}: LAS {scores['las']:.2f}, "
               f"sentence F1 {scores['sentences']['f1']:.2f}, {words / seconds:.0f} words/s")

@@ -377,27 +377,18 @@ def picked_log_softmax(const real[:, ::1] logits, const unsigned char[:, ::1] ma
                 out[i] = -INFINITY
 
 
-def head_logprobs(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
-                  const unsigned char[:, ::1] allowed, const double[::1] floor,
-                  const unsigned char[::1] end_legal, const int64_t[::1] label_actions,
-                  const int64_t[::1] label_cols, const unsigned char[:, ::1] label_masks,
-                  const int[:, ::1] kinds, real[:, ::1] act_lp, real[:, ::1] tag_lp,
-                  int64_t[:, :, ::1] top, double[:, :, ::1] top_lp) -> None:
-    """A search step's decision heads over feed-forward states, one row of
-    ``logits`` each (the action columns, the tags' with END last, then the
-    label blocks): the action log-probs under ``masks``, the tags' (END only
-    where ``end_legal``) and, per labelled action ``label_actions[a]`` that
-    is ``allowed`` and scores above ``floor`` (the decisions that can still
-    enter the beam), its best labels of the block at ``label_cols[a]``
-    allowed by ``label_masks[kinds[i, a]]``, as :func:`masked_top_k` gives
-    them (``top[a, i]``, ``top_lp[a, i]``; other rows: -inf)."""
-    cdef Py_ssize_t i, a, j, n = logits.shape[0]
+def action_tag_logprobs(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
+                        const unsigned char[::1] end_legal, real[:, ::1] act_lp,
+                        real[:, ::1] tag_lp) -> None:
+    """A search step's action and tag heads over feed-forward states, one
+    row of ``logits`` each (the action columns, then the tags' with END
+    last): the action log-probs under ``masks`` and the tags' (END only
+    where ``end_legal``), in one pass instead of a dozen numpy calls."""
+    cdef Py_ssize_t i, a, n = logits.shape[0]
     cdef Py_ssize_t n_act = act_lp.shape[1], n_tag = tag_lp.shape[1]
-    cdef Py_ssize_t nL = label_masks.shape[1], K = top.shape[2]
-    cdef int64_t action
     cdef unsigned char tags_allowed[512]
     if n_tag > 512:
-        raise ValueError(f"head_logprobs: {n_tag} tags, at most 512")
+        raise ValueError(f"action_tag_logprobs: {n_tag} tags, at most 512")
     for a in range(n_tag):
         tags_allowed[a] = 1
     with nogil:
@@ -405,16 +396,6 @@ def head_logprobs(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
             _masked_log_softmax_row(&logits[i, 0], n_act, &masks[i, 0], &act_lp[i, 0])
             tags_allowed[n_tag - 1] = end_legal[i]
             _masked_log_softmax_row(&logits[i, n_act], n_tag, tags_allowed, &tag_lp[i, 0])
-            for a in range(label_actions.shape[0]):
-                action = label_actions[a]
-                if allowed[i, action] and act_lp[i, action] > floor[i]:
-                    _masked_top_k_row(&logits[i, label_cols[a]], nL,
-                                      &label_masks[kinds[i, a], 0], K, &top[a, i, 0],
-                                      &top_lp[a, i, 0])
-                else:
-                    for j in range(K):
-                        top[a, i, j] = 0
-                        top_lp[a, i, j] = -INFINITY
 
 
 def gather_linked(const real[:, ::1] history, const int[:, ::1] src, int64_t[::1] order,

@@ -8,7 +8,7 @@ import numpy
 from thinc.api import Model
 
 from . import meanfield
-from ._kernels import head_logprobs, masked_top_k, picked_log_softmax2, vector_rows
+from ._kernels import action_tag_logprobs, masked_top_k, picked_log_softmax2, vector_rows
 from .features import VEC_ROWS
 from .isbn import PARAMS, Decisions, core_of
 from .meanfield import Observed
@@ -46,11 +46,9 @@ class SearchStep:
         # the training pass's heads (:class:`~.step.DecisionHead`)
         self.heads = {"a": DecisionHead(model, "Wa", "ba"), "l": DecisionHead(model, "Wl", "bl"),
                       "t": DecisionHead(model, "Wt", "bt")}
-        # the action, tag and label heads stacked, for :meth:`head_logprobs`
-        self._heads_W = numpy.ascontiguousarray(
-            numpy.vstack([self.p["Wa"], self.p["Wt"], self.p["Wl"]]))
-        self._heads_b = numpy.concatenate([self.p["ba"], self.p["bt"], self.p["bl"]])
-        self._label_columns: dict = {}  # labelled actions -> (them, their label blocks' columns)
+        # the action and tag heads stacked, for :meth:`head_logprobs`
+        self._action_tag_W = numpy.ascontiguousarray(numpy.vstack([self.p["Wa"], self.p["Wt"]]))
+        self._action_tag_b = numpy.concatenate([self.p["ba"], self.p["bt"]])
         self.decisions = Decisions(self.p, self.nL, self.nT, self.label_masks, self.label_blocks,
                                    self.bundle_ranges, self.form_ranges)
 
@@ -121,26 +119,22 @@ class SearchStep:
         (:meth:`tag_logprobs`) and, per labelled action of ``actions`` (label
         kinds ``kinds[:, i]``), the ``k`` best labels (:meth:`top_labels`,
         ``(len(actions), N, k)``) of the rows where it is ``allowed`` and
-        scores above ``floor`` (-inf elsewhere).  One product with all
-        heads' weights and one compiled pass: a search round's heads in one
-        call instead of a dozen."""
+        scores above ``floor`` (-inf elsewhere).  The actions and tags in one
+        product and one compiled pass; the labels, most of the heads'
+        weights, only for those rows (on EWT dev about one labelled action
+        in two)."""
         N, nA = len(H), len(self.p["Wa"])
-        logits = row_products(self.core.ops, H, self._heads_W)
-        logits += self._heads_b
+        logits = row_products(self.core.ops, H, self._action_tag_W)
+        logits += self._action_tag_b
         act_lp = numpy.empty((N, nA), dtype=logits.dtype)
         tag_lp = numpy.empty((N, self.nT + 1), dtype=logits.dtype)
-        top = numpy.empty((len(actions), N, k), dtype="int64")
-        top_lp = numpy.empty((len(actions), N, k))
-        actions = tuple(actions)
-        if actions not in self._label_columns:  # the actions' label blocks in the logits
-            self._label_columns[actions] = (
-                numpy.asarray(actions, dtype="int64"),
-                numpy.array([nA + self.nT + 1 + self.label_blocks[a] * self.nL for a in actions],
-                            dtype="int64"))
-        head_logprobs(logits, masks.view("uint8"), allowed.view("uint8"),
-                      numpy.ascontiguousarray(floor, dtype="float64"), end_legal.view("uint8"),
-                      *self._label_columns[actions], self._label_masks_u8,
-                      numpy.ascontiguousarray(kinds, dtype="int32"), act_lp, tag_lp, top, top_lp)
+        action_tag_logprobs(logits, masks.view("uint8"), end_legal.view("uint8"), act_lp, tag_lp)
+        top = numpy.zeros((len(actions), N, k), dtype="int64")
+        top_lp = numpy.full((len(actions), N, k), -numpy.inf)
+        for a, action in enumerate(actions):
+            rows = numpy.flatnonzero(allowed[:, action] & (act_lp[:, action] > floor))
+            if len(rows):
+                top[a, rows], top_lp[a, rows] = self.top_labels(H[rows], action, kinds[rows, a], k)
         return act_lp, tag_lp, top, top_lp
 
     def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:

@@ -209,6 +209,34 @@ def test_multiroot_sentence_is_scored_and_written_as_the_parser_found_it(pipelin
     assert doc._.isbn_logprob == pytest.approx(sum(lp for _, _, lp in doc._.isbn_sentences))
 
 
+def test_a_tree_found_twice_is_scored_once_and_reported_for_both(pipeline, monkeypatch):
+    """The parser may find one tree by two derivations (two conditional
+    scores): the reranker derives it once, and both candidates get its
+    generative score."""
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        doc = nlp("the dog sees a cat . dogs chase big cats .")
+    start, end, analyses = doc._.isbn_kbest[0]
+    first = analyses[0]
+    doc._.isbn_kbest[0] = [start, end, [first, [first[0] - 1.0, list(first[1]), list(first[2])],
+                                        *analyses[1:]]]
+    scored = []
+    score = reranker.forced_derivations.score
+
+    def counting(items, *args, **kwargs):
+        scored.append([(sents[0][2], sents[0][3]) for _, sents in items])
+        return score(items, *args, **kwargs)
+
+    monkeypatch.setattr(reranker.forced_derivations, "score", counting)
+    out = reranker.predict([doc])[0]
+    _, _, heads, _, feats = out.entries[0]
+    assert len(heads) == len(analyses) + 1
+    assert len(scored[0]) == len({(tuple(h), tuple(lab)) for h, lab in scored[0]})
+    assert len(scored[0]) == len({(tuple(h), tuple(lab)) for _, h, lab in analyses})
+    assert feats[0, 1] == feats[1, 1] and feats[0, 0] == feats[1, 0] + 1.0
+
+
 def test_reranker_without_candidates_says_what_is_missing(pipeline):
     nlp, _ = pipeline
     reranker = nlp.get_pipe("isbn_reranker")

@@ -164,18 +164,26 @@ class ISBNReranker(DependencyPipe):
         kbests = [kbest or () for kbest in kbests]
         for n in range(max(map(len, kbests), default=0)):
             lists = [(d, *kbest[n]) for d, kbest in enumerate(kbests) if n < len(kbest)]
-            items, owner = [], []
+            # a tree the parser found by several derivations is scored once
+            items, owner, item_of = [], [], []
             for d, start, end, analyses in lists:
+                distinct: Dict[tuple, int] = {}
                 for _, heads, labels in analyses:
-                    items.append((docs[d], sentence_trees(start, end, heads, labels, found[d])))
-                    owner.append(d)
+                    key = (tuple(heads), tuple(labels))
+                    if key not in distinct:
+                        distinct[key] = len(items)
+                        items.append((docs[d], sentence_trees(start, end, heads, labels,
+                                                              found[d])))
+                        owner.append(d)
+                    item_of.append(distinct[key])
             if chained:
                 scores, ends = self.forced_derivations.score(items, context[owner], read)
             else:
                 scores = self.forced_derivations.score(items, read=read)
             i = 0
             for d, start, end, analyses in lists:
-                mine = scores[i: i + len(analyses)]
+                of = item_of[i: i + len(analyses)]
+                mine = [scores[k] for k in of]
                 feats = numpy.zeros((len(analyses), len(FEATURES)))
                 feats[:, 0] = [a[0] for a in analyses]
                 feats[:, 1] = [sum(s.logprob for s in sents) for sents in mine]
@@ -185,7 +193,7 @@ class ISBNReranker(DependencyPipe):
                                        [a[2] for a in analyses], feats))
                 out[d].scores.append(mine)
                 if chained:
-                    context[d] = ends[i + int(numpy.argmax(combined(feats, weights)))]
+                    context[d] = ends[of[int(numpy.argmax(combined(feats, weights)))]]
                 i += len(analyses)
         return out
 

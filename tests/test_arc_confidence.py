@@ -36,6 +36,7 @@ def test_coverage_is_the_conditional_mass_of_the_list():
     assert coverage([numpy.log(0.3), -numpy.inf]) == pytest.approx(0.3)
     assert coverage([-numpy.inf]) == 0.0
     assert coverage([0.0, 0.0]) == 1.0  # rounding never makes it more than all
+    assert coverage([numpy.log(0.3)], n_words=1) == 1.0  # one word: its one tree is all
 
 
 def test_weights_of_underivable_analyses():

@@ -76,6 +76,35 @@ def test_conditional_parser_leaves_each_sentences_k_best(pipeline):
         assert all(len(a[1]) == end - start for a in analyses)
 
 
+def test_a_one_word_sentence_keeps_the_first_passs_tree(pipeline, monkeypatch):
+    """A sentence of one word has one tree: the per-sentence k-best pass does
+    not search it again; its k best is the first pass's analysis, and the
+    reranker scores it like any other."""
+    from spacy_isbn.search.beam import BeamSearch
+
+    nlp, _ = pipeline
+    searched = []
+    parse_many = BeamSearch.parse_many
+
+    def recording(self, segments):
+        searched.append([inputs.n for inputs, _ in segments])
+        return parse_many(self, segments)
+
+    monkeypatch.setattr(BeamSearch, "parse_many", recording)
+    words = "dogs the dog barks . cats sleep .".split()
+    doc = Doc(nlp.vocab, words=words, sent_starts=[True, True] + [False] * 3 + [True, False, False])
+    with nlp.select_pipes(disable=["isbn_reranker"]):
+        parsed = nlp(doc.copy())
+    assert searched == [[8], [4, 3]]  # the pieces, then the sentences of more than one word
+    assert [(start, end) for start, end, _ in parsed._.isbn_kbest] == [(0, 1), (1, 5), (5, 8)]
+    (score, heads, labels), = parsed._.isbn_kbest[0][2]
+    assert heads == [0] and labels == ["root"]
+    assert score == parsed._.isbn_sentences[0][2] < 0
+    reranked = nlp(doc.copy())
+    assert [len(s) for s in reranked.sents] == [1, 4, 3] and reranked[0].dep_ == "root"
+    assert numpy.isfinite(reranked._.isbn_logprob) and reranked[0]._.isbn_head_prob == 1.0
+
+
 def test_reranked_trees_and_sentences(pipeline):
     nlp, egs = pipeline
     scores = nlp.evaluate(egs)

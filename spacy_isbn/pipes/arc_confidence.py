@@ -10,7 +10,7 @@ by the conditional model's coverage of the list:
 Both settings are fitted on dev (``spacy-isbn confidence-fit``). Why and how:
 docs/design.md, "Extension attributes". Whitespace tokens get None.
 """
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -32,9 +32,12 @@ def analysis_weights(scores: Sequence[float], temperature: float = 1.0) -> numpy
     return weights / weights.sum()
 
 
-def coverage(cond_logprobs: Sequence[float]) -> float:
+def coverage(cond_logprobs: Sequence[float], n_words: Optional[int] = None) -> float:
     """The conditional model's probability that the analysis is among these:
-    the sum of their P(tree | words)."""
+    the sum of their P(tree | words); 1 for a sentence of one word
+    (``n_words``), whose one tree they hold (no model is read for it)."""
+    if n_words == 1:
+        return 1.0
     finite = numpy.asarray(cond_logprobs, dtype="float64")
     finite = finite[numpy.isfinite(finite)]
     return min(1.0, float(numpy.exp(numpy.logaddexp.reduce(finite)))) if len(finite) else 0.0

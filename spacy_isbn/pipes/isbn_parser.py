@@ -8,6 +8,7 @@ where the Doc has none, and writes heads, labels and log-probs. How it
 parses, its settings and what it writes: docs/design.md, "What isbn_parser
 does", "Tagging modes" and "Extension attributes".
 """
+import dataclasses
 from itertools import chain
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -178,7 +179,8 @@ class ISBNParser(DependencyPipe):
         False) are kept; where unset the model decides.  With
         ``sentence_kbest`` (the conditional model, whose sentences are
         independent given the words) each sentence found is then searched on
-        its own, so ``doc._.isbn_kbest`` holds every sentence's k best trees."""
+        its own, so ``doc._.isbn_kbest`` holds every sentence's k best trees
+        (a sentence of one word keeps the first pass's analysis, its one tree)."""
         docs = list(docs)
         groups: Dict[bool, list] = {False: [], True: []}
         doc_words = [DocWords(doc) for doc in docs]
@@ -202,16 +204,21 @@ class ISBNParser(DependencyPipe):
         out = self._parse_pieces(len(docs), groups, vectors,
                                  self.cfg.get("boundary_beam", 0) if kbest else 0)
         if kbest:
-            sentences = []
+            sentences, one_word = [], [[] for _ in docs]
             for d, pieces in enumerate(out):
                 for offset, seg in pieces:
                     for sent in seg.sentences:
                         start = offset + sent.start
                         n = len(sent.heads)
+                        if n == 1:  # its one tree is the first pass's, not searched again
+                            one_word[d].append((start, sentence_parse(sent)))
+                            continue
                         sentences.append(((d, start), (inputs.span(first_word[d] + start,
                                                                    first_word[d] + start + n),
                                                        [False] * (n - 1) + [True])))
             out = self._parse_pieces(len(docs), {False: sentences}, vectors)
+            out = [sorted(pieces + mine, key=lambda piece: piece[0])
+                   for pieces, mine in zip(out, one_word)]
         return out
 
     def _parse_pieces(self, n_docs: int, groups: Dict[bool, list], vectors,
@@ -307,7 +314,8 @@ class ISBNParser(DependencyPipe):
             spans = []
             for start, end, analyses in doc._.isbn_kbest or ():
                 scores, heads, labels = zip(*analyses)
-                covered = 1.0 if self.generative else coverage(scores)
+                covered = 1.0 if self.generative else coverage(
+                    scores, int(words.is_word[start:end].sum()))
                 spans.append((start, end, *arc_marginals(scores, heads, labels, 0, temperature,
                                                          covered, outside)))
             write_arc_probs(words, spans)
@@ -397,3 +405,11 @@ class DecodedTrees:
         rows = numpy.arange(lengths.sum()) + numpy.repeat(firsts - before, lengths)
         offsets = numpy.array([offset for offset, _ in placed], dtype="int64")
         return self.heads[rows] + numpy.repeat(offsets, lengths), self.labels[rows]
+
+
+def sentence_parse(sent: ParsedSentence) -> SegmentParse:
+    """A sentence found in a longer piece as the parse of the sentence alone,
+    its only analysis."""
+    alone = [dataclasses.replace(sent, start=0)]
+    return SegmentParse(sentences=alone, logprob=sent.logprob, words_logprob=sent.logprob,
+                        kbest=[(sent.logprob, alone)])

@@ -212,13 +212,13 @@ class ISBNReranker(DependencyPipe):
         temperature = self.cfg.get("confidence_temperature", 1.0)
         outside = self.cfg.get("outside_agreement", 1.0)
         for doc, cands in zip(docs, candidates):
-            spans = []
+            words, spans = DocWords(doc), []
             for (start, end, heads, labels, feats), scores, order in zip(cands.entries,
                                                                         *cands.ranked(weights)):
                 spans.append((start, end, *arc_marginals(
                     scores, heads, labels, int(order[0]), temperature,
-                    coverage(feats[:, 0]), outside)))
-            write_arc_probs(DocWords(doc), spans)
+                    coverage(feats[:, 0], int(words.is_word[start:end].sum())), outside)))
+            write_arc_probs(words, spans)
 
     def annotate(self, docs: Iterable[Doc], candidates: List[ScoredKBest],
                  weights: numpy.ndarray) -> None:

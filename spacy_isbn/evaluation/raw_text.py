@@ -101,7 +101,7 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
         if refs is None:
             refs, source = read_documents(test, nlp.vocab, documents)
         names = configure_system(nlp, system)
-        search = {key: nlp.get_pipe(name).cfg.get(key) for name in _isbn_parsers(nlp)
+        search = {key: nlp.get_pipe(name).cfg.get(key) for name in saved
                   for key in SEARCH_SETTINGS}
         seconds = float("inf")
         with nlp.select_pipes(enable=names):

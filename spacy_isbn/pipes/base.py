@@ -125,6 +125,10 @@ class DocWords:
             sent_starts = word_starts
         return SENT_START_ENDS[sent_starts[1:] % 3].tolist() + [True]
 
+    def n_words(self, start: int, end: int) -> int:
+        """How many of tokens ``start``..``end`` are words."""
+        return int(self.is_word[start:end].sum())
+
     def token_span(self, start: int, end: int) -> Tuple[int, int]:
         """The tokens of words ``start``..``end`` with the whitespace after
         them (and before them at the doc's start)."""

@@ -256,9 +256,9 @@ class ISBNParser(DependencyPipe):
         # then the other analyses of every piece's k best, one after another
         all_heads, all_deps = decoded.trees([(offset, sent) for pieces in parses
                                              for offset, seg in pieces for sent in seg.sentences])
-        other_heads, other_deps = decoded.trees([(offset, sent) for pieces in parses
-                                                 for offset, seg in pieces for _, sents in seg.kbest
-                                                 if sents is not seg.sentences for sent in sents])
+        other_heads, other_deps = decoded.trees([
+            (offset, sent) for pieces in parses for offset, seg in pieces
+            for _, sents in seg.kbest if sents is not seg.sentences for sent in sents])
         other_start = 0
         docs = list(docs)
         doc_words = [DocWords(doc) for doc in docs]
@@ -314,8 +314,7 @@ class ISBNParser(DependencyPipe):
             spans = []
             for start, end, analyses in doc._.isbn_kbest or ():
                 scores, heads, labels = zip(*analyses)
-                covered = 1.0 if self.generative else coverage(
-                    scores, int(words.is_word[start:end].sum()))
+                covered = 1.0 if self.generative else coverage(scores, words.n_words(start, end))
                 spans.append((start, end, *arc_marginals(scores, heads, labels, 0, temperature,
                                                          covered, outside)))
             write_arc_probs(words, spans)

@@ -217,7 +217,7 @@ class ISBNReranker(DependencyPipe):
                                                                         *cands.ranked(weights)):
                 spans.append((start, end, *arc_marginals(
                     scores, heads, labels, int(order[0]), temperature,
-                    coverage(feats[:, 0], int(words.is_word[start:end].sum())), outside)))
+                    coverage(feats[:, 0], words.n_words(start, end)), outside)))
             write_arc_probs(words, spans)
 
     def annotate(self, docs: Iterable[Doc], candidates: List[ScoredKBest],

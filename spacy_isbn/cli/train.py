@@ -298,12 +298,13 @@ def baseline_config_cli(
     output: Path = Arg(..., help="the config to write", dir_okay=False),
     lang: Optional[str] = Opt(None, "--lang", help="default: the language fetch found (ASSET_DIR/meta.json)"),
     asset_dir: Optional[Path] = Opt(None, "--asset-dir", help="default: assets/TREEBANK"),
+    recipe: Optional[Path] = Opt(None, "--recipe", exists=True, dir_okay=False, help="an isbn training config whose recipe (optimizer, schedule, batch size, averaging, dropout, steps) the baseline takes"),
 ):
     """spaCy's own tagger,morphologizer,parser config (spacy init config --optimize efficiency)."""
     from ..evaluation import baseline
 
     lang = lang or asset_meta(asset_dir or Path("assets") / treebank)["lang"]
-    baseline.baseline_config(treebank, output, lang=lang)
+    baseline.baseline_config(treebank, output, lang=lang, recipe=recipe)
 
 
 @app.command("timed-train")

@@ -27,12 +27,21 @@ TREEBANK_LANG = {"ewt": "en", "ddt": "da"}
 NO_UPOS_TREEBANKS = frozenset({"ddt"})
 
 
+# what "our recipe" is: the [training] settings of the ISBN config that a
+# baseline trained with our recipe takes over (optimizer, its schedule, batch
+# size, averaging, dropout, step budget, patience, evaluation frequency)
+RECIPE_SETTINGS = ("dropout", "patience", "max_steps", "max_epochs", "eval_frequency",
+                   "accumulate_gradient", "optimizer", "batcher")
+
+
 def baseline_config(treebank: str, output: Path, *, lang: Optional[str] = None,
-                    no_upos: Optional[bool] = None) -> Path:
+                    no_upos: Optional[bool] = None, recipe: Optional[Path] = None) -> Path:
     """Write spaCy's own ``tagger,morphologizer,parser`` config (``spacy init
     config --optimize efficiency``) to ``output``, unchanged except for a
     header and, for a treebank without UPOS (DDT), ``pos_acc`` taken out of
-    the score weights (it has no gold to score against)."""
+    the score weights (it has no gold to score against).  With ``recipe`` (an
+    ISBN training config), the baseline trains with that config's recipe
+    (:data:`RECIPE_SETTINGS`): spaCy's pipeline trained as well as ours."""
     from spacy.util import load_config
 
     lang = lang or TREEBANK_LANG[treebank]
@@ -53,6 +62,11 @@ def baseline_config(treebank: str, output: Path, *, lang: Optional[str] = None,
         f"# = python -m spacy init config --lang {lang} --pipeline {BASELINE_PIPELINE} --optimize efficiency",
     ]
     config["training"]["logger"]["progress_bar"] = False  # one table row per evaluation
+    if recipe is not None:
+        ours = load_config(recipe, interpolate=False)["training"]
+        for key in RECIPE_SETTINGS:
+            config["training"][key] = ours[key]
+        header.append(f"# Trained with the recipe of {recipe} (its training.{', '.join(RECIPE_SETTINGS)}).")
     header.append("# The tagger learns token.tag_ (XPOS / CoNLL-X POSTAG).")
     if no_upos:
         config["training"]["score_weights"]["pos_acc"] = None

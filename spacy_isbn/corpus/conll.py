@@ -32,6 +32,8 @@ FORMATS = ("conllu", "conllx")
 CONLLX_TAGS = ("postag", "cpostag", "postag+cpostag", "cpostag+postag")
 SENTENCES_KEY = "isbn_sentences"
 CONLL_KEY = "isbn_conll"
+# a Doc from text (spacy_isbn.tokenizer): each multi-word token's first and last token
+MULTIWORD_KEY = "isbn_multiword"
 
 _N_COLS = 10
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
@@ -473,6 +475,8 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     n = len(words)
     if record is None:
         record = _columns_from_tokens(words, fmt)
+        if fmt == "conllu":
+            record["multiword"] = _tokenizer_multiwords(words, record["misc"])
     elif len(record["lemma"]) != n:
         raise ValueError(
             f"sentence at token {span.start} has {n} tokens but user_data[{CONLL_KEY!r}] "
@@ -547,6 +551,25 @@ def _spacing(token, fmt: str) -> str:
     if fmt != "conllu" or after == " " or k >= len(doc) and not after.strip(" "):
         return "_"
     return "SpaceAfter=No" if not after else "SpacesAfter=" + escape_spaces(after)
+
+
+def _tokenizer_multiwords(words, misc: list[str]) -> list[list]:
+    """The multi-word tokens the tokenizer marked among ``words`` (those of
+    one sentence), as the converter keeps them: first and last word, form,
+    MISC.  The token's spacing moves from its last word to its range line
+    and its words keep none, as UD has it; a token cut by a sentence
+    boundary is left out."""
+    if not words:
+        return []
+    position = {token.i: k for k, token in enumerate(words)}
+    multiword = []
+    for first, last in words[0].doc.user_data.get(MULTIWORD_KEY, ()):
+        if first in position and last in position:
+            a, b = position[first], position[last]
+            form = "".join(w.text for w in words[a:b + 1])
+            multiword.append([a, b, form, misc[b]])
+            misc[a:b + 1] = ["_"] * (b + 1 - a)
+    return multiword
 
 
 def _columns_from_tokens(words, fmt: str) -> dict:

@@ -629,13 +629,49 @@ def test_cli_benchmark_raw_only_finds_the_test_file_in_assets(tiny_benchmark, tm
 
 
 def test_raw_benchmark_rows_include_the_latent_history_ablation():
-    from pathlib import Path
+    from spacy_isbn.evaluation.raw_text import SHIPPED, SPACY_DEFAULT, SPACY_OURS, systems_of
 
-    from spacy_isbn.evaluation.raw_text import systems_of
-
-    rows = systems_of(Path("isbn"), Path("spacy"), [1, 10], ablation_model=Path("no_links"))
+    rows = systems_of([Path("isbn0"), Path("isbn1")], [Path("spacy")], [Path("ours")],
+                      beams=[1], ablation_models=[Path("no_links")])
     names = [r["name"] for r in rows]
-    assert names[0].startswith("spaCy")
-    assert "conditional + generative reranking (shipped)" in names
-    ablation = [r for r in rows if r["model"] == "no_links"]
-    assert [(r["beam"], r["rerank"]) for r in ablation] == [(1, False), (10, False)]
+    assert names[:3] == [SHIPPED, "conditional b1", "conditional, shipped beam"]
+    assert SPACY_DEFAULT in names and SPACY_OURS in names
+    assert rows[0]["models"] == [Path("isbn0"), Path("isbn1")], "a row holds its seeds"
+    ablation = [r for r in rows if r["models"] == [Path("no_links")]]
+    assert [(r["beam"], r["rerank"]) for r in ablation] == [(1, False)]
+
+
+def test_document_text_is_uds_text_with_paragraphs(tmp_path):
+    from spacy_isbn.evaluation.raw_text import document_text
+
+    sentences = list(read_conll(write_conllu(tmp_path / "t.conllu", [3])))
+    sentences[0].comments.append("# text = the given text")
+    sentences[2].comments.append("# newpar")
+    words = [" ".join(s.words) for s in sentences]
+    assert document_text(sentences) == f"the given text {words[1]}\n\n{words[2]}"
+
+
+def test_raw_benchmark_table_from_the_text_and_on_gold_words(tiny_benchmark, tmp_path):
+    """Both sections, each row's seeds and their mean; from the text the
+    tokens are the system's own, scored by characters."""
+    from spacy_isbn.evaluation import raw_text
+
+    root, conllu = tiny_benchmark
+    systems = [row for row in raw_text.systems_of([root / "isbn", root / "isbn"], [root / "baseline"],
+                                                  beams=[1])
+               if row["name"] != raw_text.SHIPPED]  # the tiny pipeline has no reranker
+    result = raw_text.run(conllu, systems, tmp_path / "raw.json", markdown=tmp_path / "raw.md")
+    assert set(result) >= {"from_text", "gold_words"}
+    for section in ("from_text", "gold_words"):
+        shipped = result[section]["conditional b1"]
+        assert len(shipped["seeds"]) == 2
+        assert shipped["mean"]["LAS"] == pytest.approx(
+            sum(s["LAS"] for s in shipped["seeds"]) / 2)
+        assert result[section][raw_text.SPACY_DEFAULT]["mean"]["x_spacy"] == pytest.approx(1.0)
+        for entry in result[section].values():
+            assert set(raw_text.SCORES) <= set(entry["seeds"][0])
+    # the tiny text is split on whitespace as the gold is: every token found
+    assert result["from_text"]["conditional b1"]["mean"]["Tokens"] == 100.0
+    assert result["gold_words"]["conditional b1"]["mean"]["LAS"] == pytest.approx(
+        result["from_text"]["conditional b1"]["mean"]["LAS"])
+    assert "From the text" in (tmp_path / "raw.md").read_text()

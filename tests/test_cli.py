@@ -316,13 +316,27 @@ def test_train_config_is_ewt_in_the_treebanks_language_otherwise(tmp_path):
 
 def test_baseline_config_gets_the_language_fetch_found(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(baseline, "baseline_config", lambda tb, out, lang: calls.append((tb, lang)))
+    monkeypatch.setattr(baseline, "baseline_config",
+                        lambda tb, out, lang, recipe=None: calls.append((tb, lang)))
     assets = tmp_path / "UD_Dutch-Tiny"
     assets.mkdir()
     srsly.write_json(assets / "meta.json", {"lang": "nl", "files": {}})
     main(["baseline-config", "UD_Dutch-Tiny", str(tmp_path / "b.cfg"), "--asset-dir", str(assets)])
     main(["baseline-config", "UD_Dutch-Tiny", str(tmp_path / "b.cfg"), "--lang", "af"])
     assert calls == [("UD_Dutch-Tiny", "nl"), ("UD_Dutch-Tiny", "af")]
+
+
+def test_baseline_config_with_our_recipe_trains_spacys_pipeline_as_ours(tmp_path):
+    """spaCy's pipeline and architectures, the shipped config's training recipe."""
+    ours = spacy.util.load_config(REPO / "configs" / "ewt.cfg")["training"]
+    out = baseline.baseline_config("ewt", tmp_path / "b.cfg", lang="en",
+                                   recipe=REPO / "configs" / "ewt.cfg")
+    config = spacy.util.load_config(out)
+    assert config["nlp"]["pipeline"] == ["tok2vec", "tagger", "morphologizer", "parser"]
+    for key in baseline.RECIPE_SETTINGS:
+        assert config["training"][key] == ours[key], key
+    assert config["training"]["optimizer"]["learn_rate"]["initial_rate"] == 0.005
+    assert config["training"]["batcher"]["size"] == {"@schedules": "constant.v1", "rate": 2000}
 
 
 def test_project_steps_depend_only_on_files_there_or_made_before():
@@ -415,18 +429,20 @@ def test_package_builds_a_loadable_package_with_the_measured_scores(tmp_path):
     main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "2"])
     model = tmp_path / "model"
     _train_tiny(corpus, model)
-    row = {"name": "conditional + generative reranking (shipped)", "rerank": True,
-           "words_per_second": 1234.5, "scores": {"las": 81.5, "uas": 84.0, "upos": 95.0,
-                                                   "sentences": {"f1": 70.0}}}
+    seed = {"seed": 0, "LAS": 81.5, "UAS": 84.0, "UPOS": 95.0, "Sentences": 70.0, "Tokens": 99.1,
+            "words_per_s": 1234.5}
     metrics = tmp_path / "raw.json"
-    srsly.write_json(metrics, {"systems": [{"name": "spaCy", "scores": {"las": 1.0}}, row]})
+    srsly.write_json(metrics, {"gold_words": {"shipped": {"seeds": [seed], "mean": {**seed, "LAS": 82.0}}},
+                               "from_text": {"spaCy our recipe": {"seeds": [], "mean": {"LAS": 1.0}},
+                                             "shipped": {"seeds": [seed], "mean": seed}}})
     main(["package", str(model), str(tmp_path / "packages"), "--name", "isbn_tiny",
           "--version", "0.2.0", "--metrics", str(metrics)])
     root = tmp_path / "packages" / "en_isbn_tiny-0.2.0"
     meta = srsly.read_json(root / "meta.json")
     assert any(req.startswith("spacy-isbn") for req in meta["requirements"])
-    assert meta["performance"]["raw_test_las"] == pytest.approx(0.815)
-    assert meta["performance"]["raw_test_sents_f"] == pytest.approx(0.7)
+    assert meta["performance"]["test_las"] == pytest.approx(0.815), "from the text, where measured"
+    assert meta["performance"]["test_sentences"] == pytest.approx(0.7)
+    assert meta["performance"]["test_input"] == "from_text" and meta["performance"]["test_seeds"] == 1
     nlp = spacy.load(root / "en_isbn_tiny" / "en_isbn_tiny-0.2.0")
     assert nlp.pipe_names == ["isbn_parser"] and meta["version"] == "0.2.0"
     assert (root / "setup.py").exists()  # what pip installs from

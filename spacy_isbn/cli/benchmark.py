@@ -1,7 +1,7 @@
 """Benchmark commands: ``benchmark``, ``raw-benchmark``, ``approximation-speed``.
 
-    spacy-isbn raw-benchmark assets/ewt metrics/raw_ewt.json --isbn-model training/ewt/model-best \\
-        --baseline-model training/baseline_ewt/model-best --treebank ewt --data-dir ../shared/data
+    spacy-isbn raw-benchmark assets/ewt metrics/raw_ewt.json --isbn-models training/ewt/model-best \\
+        --spacy-default training/baseline_ewt/model-best --treebank ewt --data-dir ../shared/data
 """
 from pathlib import Path
 from typing import List, Optional
@@ -18,34 +18,40 @@ def raw_benchmark_cli(
                      "folder (its test.conllu or test.conll)", exists=True),
     output: Path = Arg(..., help="metrics JSON", dir_okay=False),
     markdown: Optional[Path] = Opt(None, "--markdown", dir_okay=False, help="also a Markdown table"),
-    isbn_model: Optional[Path] = Opt(None, "--isbn-model", **IN_DIR, help="the shipped pipeline"),
-    baseline_model: Optional[Path] = Opt(None, "--baseline-model", **IN_DIR,
-                                         help="spaCy's tagger,morphologizer,parser"),
-    generative_model: Optional[Path] = Opt(None, "--generative-model", **IN_DIR,
-                                           help="a generative-only pipeline"),
-    ablation_model: Optional[Path] = Opt(None, "--ablation-model", **IN_DIR,
-                                         help="the shipped pipeline trained with latent_edges = false"),
-    beams: str = Opt("1,10", "--beams", help="the conditional parser's beams"),
+    isbn_models: str = Opt("", "--isbn-models", help="the shipped pipeline, one per seed (comma-separated)"),
+    spacy_default: str = Opt("", "--spacy-default", help="spaCy's tagger,morphologizer,parser trained with its own recipe, one per seed"),
+    spacy_ours: str = Opt("", "--spacy-ours", help="spaCy's pipeline trained with our recipe (baseline-config --recipe), one per seed"),
+    ablation_models: str = Opt("", "--ablation-models", help="the shipped pipeline trained with latent_edges = false, one per seed"),
+    tokenizer: Optional[Path] = Opt(None, "--tokenizer", **IN_DIR, help="a pipeline whose tokenizer every row reads the text with (default: the first row's; fit-tokenizer writes one)"),
+    beams: str = Opt("1", "--beams", help="the conditional parser's beams (beside the shipped one)"),
     documents: Optional[Path] = Opt(None, "--documents",
                                     help="a document list TSV (when the file has no # newdoc comments)"),
     treebank: Optional[str] = Opt(None, "--treebank",
                                   help="with --data-dir: take the treebank's document list from there (ddt)"),
     data_dir: Optional[Path] = Opt(None, "--data-dir"),
+    conllx_tags: ConllxTags = Opt("postag", "--conllx-tags", help=CONLLX_TAGS_HELP),
     batch_size: int = Opt(1000, "--batch-size", min=1, help="docs per nlp.pipe batch"),
 ):
-    """The shipped pipeline's settings and spaCy's pipeline on raw test text
-    (CoNLL 2018 scores, whole-pipeline words/s)."""
+    """The benchmark table: each row's seeds on the test split's text (one
+    tokenizer, the shipped pipeline's) and on its gold words; CoNLL 2018
+    scores, whole-pipeline words/s."""
     from ..evaluation import raw_text
     from ..evaluation.documents import document_list
 
-    systems = raw_text.systems_of(isbn_model, baseline_model, numbers(beams, "--beams", int, 1),
-                                  generative_model, ablation_model)
+    def models(text: str, option: str) -> List[Path]:
+        paths = [Path(p) for p in text.split(",") if p.strip()]
+        return [require(path, f"{option}: the trained pipeline") for path in paths]
+
+    systems = raw_text.systems_of(
+        models(isbn_models, "--isbn-models"), models(spacy_default, "--spacy-default"),
+        models(spacy_ours, "--spacy-ours"), beams=numbers(beams, "--beams", int, 1),
+        ablation_models=models(ablation_models, "--ablation-models"))
     if not systems:
-        raise CliError("give --isbn-model, --baseline-model or --generative-model")
+        raise CliError("give --isbn-models, --spacy-default or --spacy-ours")
     if documents is None and treebank is not None:
         documents = document_list(treebank, data_dir)
     raw_text.run(split_file(test, "test"), systems, output, markdown=markdown, documents=documents,
-                 batch_size=batch_size)
+                 batch_size=batch_size, conllx_tags=conllx_tags.value, tokenizer=tokenizer)
 
 
 @app.command("approximation-speed")

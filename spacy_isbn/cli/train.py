@@ -1,5 +1,5 @@
 """Training and evaluation commands: ``train-config``, ``stage-configs``,
-``baseline-config``, ``timed-train``, ``jackknife``, ``set-beam``,
+``fit-tokenizer``, ``baseline-config``, ``timed-train``, ``jackknife``, ``set-beam``,
 ``rerank-weight``, ``evaluate``.
 
     spacy-isbn train-config ewt training/ewt/config.cfg
@@ -290,6 +290,27 @@ def train_config_cli(
 ):
     """A treebank's training config: configs/TREEBANK.cfg, else configs/ewt.cfg in its language."""
     train_config(treebank, output, config_dir=config_dir, asset_dir=asset_dir)
+
+
+@app.command("fit-tokenizer")
+def fit_tokenizer_cli(
+    config: Path = Arg(..., help="a training config whose [nlp.tokenizer] to fit", **IN_FILE),
+    train: Path = Arg(..., help="the training corpus (.spacy)", **IN_FILE),
+    output: Path = Arg(..., help="the pipeline to write: the fitted tokenizer alone"),
+):
+    """The config's tokenizer alone, fitted on the training corpus (as
+    spacy train fits it): a pipeline that tokenizes text as the treebank
+    does, and the one tokenizer raw-benchmark can give every system."""
+    from spacy.training import Example
+
+    resolved = spacy.util.load_config(config, interpolate=True)
+    nlp = spacy.blank(resolved["nlp"]["lang"], config={"nlp": {"tokenizer": resolved["nlp"]["tokenizer"]}})
+    if not hasattr(nlp.tokenizer, "initialize"):
+        raise CliError(f"{config}: its tokenizer ({resolved['nlp']['tokenizer']}) is not fitted to data")
+    docs = read_docbin(train, nlp.vocab)
+    nlp.tokenizer.initialize(lambda: (Example(doc, doc) for doc in docs), nlp=nlp)
+    nlp.to_disk(output)
+    print(f"{config}'s tokenizer fitted on {len(docs)} docs of {train} -> {output}")
 
 
 @app.command("baseline-config")

@@ -1,52 +1,72 @@
-"""The shipped pipeline's settings on raw text, side by side with spaCy's.
+"""The benchmark table: pipelines on the test split's text and on its gold
+words, each row a trained setting over its seeds.
 
-Each system is a trained pipeline run on the test documents given as words
-only (no tags, no sentence boundaries; one Doc per document), scored as in
-the CoNLL 2018 shared task (:func:`~.metrics.score_conll18`), and timed
-through the whole pipeline (``nlp.pipe``).  The isbn pipeline runs as:
-the conditional parser alone (no reranking) at each beam, and the shipped
-setting (per-sentence k best reranked by the generative model).
+From the text (``from_text``): each document's text as UD gives it (its
+sentences' ``# text``, one space between sentences unless ``SpaceAfter=No``
+ends one, a blank line at ``# newpar``), tokenized by one tokenizer for every
+row (the shipped pipeline's, fitted to the treebank), run through the whole
+pipeline, written as CoNLL-U and scored by the CoNLL 2018 method, which
+aligns the system's tokens and words with the gold ones by their characters
+(:mod:`.conll18`).  On gold words (``gold_words``): the treebank's words as
+a Doc, the pipeline predicting tags, sentences and trees.  A treebank
+without text (CoNLL-X, as the DDT) has the gold-words section only.
+
+Rows: the shipped pipeline (per-sentence k best reranked by the generative
+model), its conditional parser alone at beam 1 and at the shipped beam,
+spaCy's ``tagger,morphologizer,parser`` trained with spaCy's recipe and with
+ours, and optionally the conditional parser trained without latent links.
 """
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import spacy
+from spacy import util
 from spacy.training import Example
 
-from .documents import read_documents
+from . import conll18
+from .documents import document_sizes
 from .metrics import score_conll18
+from ..corpus.conll import conll_blocks, parse_block, read_conll, resolve_format, sentences_to_docs
 from ..corpus.files import project_path, write_json, write_text
 from ..corpus.readers import words_doc
 
+SHIPPED, SPACY_DEFAULT, SPACY_OURS = "shipped", "spaCy default recipe", "spaCy our recipe"
+SECTIONS = ("from_text", "gold_words")
+# a seed's scores, in the table's order
+SCORES = ("Tokens", "Words", "Sentences", "UPOS", "XPOS", "UFeats", "UAS", "LAS")
 
-def systems_of(isbn_model: Optional[Path], baseline_model: Optional[Path],
-               beams: Sequence[int], generative_model: Optional[Path] = None,
-               ablation_model: Optional[Path] = None) -> List[dict]:
-    """The rows to run: spaCy's pipeline, the conditional parser alone at
-    each beam, the shipped setting (its own beam, reranked), and optionally
-    a generative-only pipeline and the conditional parser trained without
-    latent links between its states (a feed-forward parser like spaCy's:
-    what the latent history is worth) at each beam."""
-    rows = []
-    if baseline_model is not None:
-        rows.append({"name": "spaCy tagger,morphologizer,parser", "model": str(baseline_model)})
-    if isbn_model is not None:
-        rows += [{"name": f"conditional isbn_parser b={b}", "model": str(isbn_model), "beam": b,
-                  "rerank": False} for b in beams]
-        rows.append({"name": "conditional + generative reranking (shipped)",
-                     "model": str(isbn_model), "rerank": True})
-    if generative_model is not None:
-        rows += [{"name": f"generative isbn_parser b={b}", "model": str(generative_model),
-                  "beam": b} for b in beams]
-    if ablation_model is not None:
-        rows += [{"name": f"conditional isbn_parser without latent links b={b}",
-                  "model": str(ablation_model), "beam": b, "rerank": False} for b in beams]
-    return rows
+# passes each system makes over the documents; its words/s is the fastest
+# (spaCy's pipeline took 1.11 to 1.57 s a pass on EWT test here: with two
+# passes both were sometimes slow)
+TIMED_PASSES = 3
 
-
-# an isbn_parser's settings that say how a row searched (its metrics row's "search")
+# an isbn_parser's settings that say how a row searched (its seeds' "search")
 SEARCH_SETTINGS = ("beam_width", "label_top_k", "beam_density")
+
+
+def systems_of(isbn_models: Sequence[Path], spacy_default: Sequence[Path] = (),
+               spacy_ours: Sequence[Path] = (), *, beams: Sequence[int] = (1,),
+               ablation_models: Sequence[Path] = ()) -> List[dict]:
+    """The rows to run, each with its models (one per seed): the shipped
+    setting (its own beam, reranked), the conditional parser alone at each
+    of ``beams`` and at the shipped beam (``beam: None``), spaCy's pipeline
+    with its recipe and with ours, and the conditional parser trained
+    without latent links (what the latent history is worth) at ``beams``."""
+    rows = []
+    if isbn_models:
+        rows.append({"name": SHIPPED, "models": list(isbn_models), "rerank": True})
+        rows += [{"name": f"conditional b{b}", "models": list(isbn_models), "beam": b,
+                  "rerank": False} for b in beams]
+        rows.append({"name": "conditional, shipped beam", "models": list(isbn_models),
+                     "beam": None, "rerank": False})
+    if spacy_default:
+        rows.append({"name": SPACY_DEFAULT, "models": list(spacy_default)})
+    if spacy_ours:
+        rows.append({"name": SPACY_OURS, "models": list(spacy_ours)})
+    rows += [{"name": f"conditional without latent links b{b}", "models": list(ablation_models),
+              "beam": b, "rerank": False} for b in beams if ablation_models]
+    return rows
 
 
 def _isbn_parsers(nlp) -> List[str]:
@@ -54,12 +74,13 @@ def _isbn_parsers(nlp) -> List[str]:
 
 
 def configure_system(nlp, system: dict) -> List[str]:
-    """Set the system's beam and reranking; returns the components to run."""
+    """Set the system's beam (``None``: the saved one) and reranking;
+    returns the components to run."""
     names = list(nlp.pipe_names)
     rerankers = [n for n in names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
     for name in _isbn_parsers(nlp):
         pipe = nlp.get_pipe(name)
-        if "beam" in system:
+        if system.get("beam") is not None:
             pipe.cfg["beam_width"] = system["beam"]
         if rerankers or "rerank" in system:
             # the per-sentence k-best pass only feeds a reranker
@@ -70,62 +91,153 @@ def configure_system(nlp, system: dict) -> List[str]:
     if system.get("rerank") is False:
         names = [n for n in names if n not in rerankers]
     elif system.get("rerank") and not rerankers:
-        raise ValueError(f"{system['model']}: no isbn_reranker to rerank with")
+        raise ValueError(f"{system['name']}: the pipeline has no isbn_reranker to rerank with")
     return names
 
 
-# passes each system makes over the documents; its words/s is the fastest
-# (spaCy's pipeline took 1.11 to 1.57 s a pass on EWT test here: with two
-# passes both were sometimes slow)
-TIMED_PASSES = 3
+def document_text(sentences: Sequence) -> str:
+    """A document's text as UD gives it: its sentences' ``# text`` (else
+    their tokens and spacing), a space between two sentences unless the
+    first ends in ``SpaceAfter=No``, a blank line where ``# newpar`` starts
+    a paragraph."""
+    parts: List[str] = []
+    for k, sent in enumerate(sentences):
+        if k:
+            if any(c.startswith("# newpar") for c in sent.comments):
+                parts.append("\n\n")
+            elif sentences[k - 1].spaces[-1]:
+                parts.append(" ")
+        given = next((c.split("=", 1)[1].strip() for c in sent.comments
+                      if c.startswith("# text =")), None)
+        parts.append(given if given is not None else _token_text(sent))
+    return "".join(parts)
 
 
-def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Path] = None,
-        documents: Optional[Path] = None, batch_size: int = 1000) -> dict:
-    """Run and score ``systems`` on the documents of the CoNLL file ``test``
-    (``nlp.pipe`` in batches of ``batch_size`` docs, spaCy's default, for
-    every system); write the rows to ``output`` (JSON) and ``markdown``."""
-    # each pipeline loaded once, with its isbn_parsers' saved settings: every
-    # row starts from them, so a row's beam does not carry over into the next
-    loaded: Dict[str, Tuple[spacy.language.Language, Dict[str, dict]]] = {}
-    rows = []
-    refs, source = None, None
+def _token_text(sent) -> str:
+    ranges = {first: (last, form) for first, last, form, *_ in sent.multiword}
+    out, i = [], 0
+    while i < len(sent.words):
+        last, form = ranges.get(i, (i, sent.words[i]))
+        out.append(form + (" " if sent.spaces[last] and last + 1 < len(sent.words) else ""))
+        i = last + 1
+    return "".join(out)
+
+
+def _system_sentences(docs: Iterable) -> list:
+    """The pipeline's output as the CoNLL-U writer writes it, read back."""
+    sentences = []
+    for doc in docs:
+        for _, lines in conll_blocks(doc, "conllu", len(sentences) + 1, keep_enhanced=False):
+            sentences.append(parse_block("<system output>", 1, lines, "conllu"))
+    return sentences
+
+
+def _timed(nlp, names: List[str], make_inputs, batch_size: int) -> Tuple[list, float]:
+    """The outputs of the fastest of :data:`TIMED_PASSES` passes and its
+    seconds: a process's first pass over a large batch pays one-off costs
+    (spaCy's pipeline: about 1.6 times as long), which would favour
+    whichever system runs second."""
+    seconds, preds = float("inf"), []
+    with nlp.select_pipes(enable=names):
+        for _ in range(TIMED_PASSES):
+            start = time.perf_counter()
+            preds = list(nlp.pipe(make_inputs(), batch_size=batch_size))
+            seconds = min(seconds, time.perf_counter() - start)
+    return preds, seconds
+
+
+def _tokenizer_for(nlp, config: dict, data: bytes):
+    """The shared tokenizer (its config and bytes) rebuilt in ``nlp``'s vocab."""
+    tokenizer = util.registry.resolve({"tokenizer": config})["tokenizer"](nlp)
+    return tokenizer.from_bytes(data, exclude=["vocab"])
+
+
+def _seed_of(nlp) -> Optional[int]:
+    seed = nlp.config.get("system", {}).get("seed")
+    return int(seed) if isinstance(seed, int) or str(seed).isdigit() else None
+
+
+class _Test:
+    """The test split: gold sentences, documents, their texts and gold Docs."""
+
+    def __init__(self, path: Path, documents: Optional[Path], conllx_tags: str):
+        self.path = path
+        self.fmt = resolve_format(path)
+        self.sentences = list(read_conll(path, fmt=self.fmt))
+        sizes, self.source = document_sizes(self.sentences, documents)
+        bounds = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
+        self.groups = [self.sentences[a:b] for a, b in zip(bounds, bounds[1:])]
+        self.texts = [document_text(g) for g in self.groups] if self.fmt == "conllu" else None
+        self.conllx_tags = conllx_tags
+        self.words = sum(len(s.words) for s in self.sentences)
+
+    def references(self, vocab) -> list:
+        return [doc for g in self.groups for doc in sentences_to_docs(
+            g, vocab, n_sents=len(g), fmt=self.fmt, conllx_tags=self.conllx_tags)]
+
+
+def _run_seed(nlp, system: dict, test: _Test, section: str, tokenizer: Tuple[dict, bytes],
+              batch_size: int) -> dict:
+    names = configure_system(nlp, system)
+    if section == "from_text":
+        tokenize = _tokenizer_for(nlp, *tokenizer)
+        preds, seconds = _timed(nlp, names, lambda: (tokenize(t) for t in test.texts), batch_size)
+        s = conll18.score(test.sentences, _system_sentences(preds))
+        scores = {"Tokens": s["tokens"]["f1"], "Words": s["words"]["f1"],
+                  "Sentences": s["sentences"]["f1"], "UPOS": s["upos"]["f1"],
+                  "XPOS": s["xpos"]["f1"], "UFeats": s["ufeats"]["f1"], "UAS": s["uas"]["f1"],
+                  "LAS": s["las"]["f1"]}
+    else:
+        refs = test.references(nlp.vocab)
+        preds, seconds = _timed(nlp, names, lambda: (words_doc(r, nlp.vocab) for r in refs),
+                                batch_size)
+        s = score_conll18([Example(p, r) for p, r in zip(preds, refs)])
+        scores = {"Tokens": 100.0, "Words": 100.0, "Sentences": s["sentences"]["f1"],
+                  "UPOS": s["upos"], "XPOS": s["xpos"], "UFeats": s["ufeats"], "UAS": s["uas"],
+                  "LAS": s["las"]}
+    search = {key: nlp.get_pipe(name).cfg.get(key) for name in _isbn_parsers(nlp)
+              for key in SEARCH_SETTINGS}
+    return {**scores, "words_per_s": test.words / max(seconds, 1e-9), "search": search or None,
+            "components": names}
+
+
+def run(test_path: Path, systems: List[dict], output: Path, *, markdown: Optional[Path] = None,
+        documents: Optional[Path] = None, batch_size: int = 1000,
+        conllx_tags: str = "postag", tokenizer: Optional[Path] = None) -> dict:
+    """Run every row's seeds on the test split ``test_path`` in both
+    sections (``nlp.pipe`` in batches of ``batch_size`` docs, spaCy's
+    default); write the table to ``output`` (JSON) and ``markdown``.  Every
+    row reads the text with the tokenizer of the pipeline ``tokenizer``,
+    default the first row's."""
+    test = _Test(Path(test_path), documents, conllx_tags)
+    sections = SECTIONS if test.texts is not None else ("gold_words",)
+    result: Dict[str, object] = {
+        "test": project_path(test_path), "documents": test.source, "docs": len(test.groups),
+        "words": test.words, "batch_size": batch_size, "timed_passes": TIMED_PASSES,
+        "tokenizer": None, **{section: {} for section in sections}}
+    shared = None
     for system in systems:
-        if system["model"] not in loaded:
-            nlp = spacy.load(system["model"])
-            loaded[system["model"]] = nlp, {name: dict(nlp.get_pipe(name).cfg)
-                                            for name in _isbn_parsers(nlp)}
-        nlp, saved = loaded[system["model"]]
-        for name, cfg in saved.items():
-            nlp.get_pipe(name).cfg.update(cfg)
-        if refs is None:
-            refs, source = read_documents(test, nlp.vocab, documents)
-        names = configure_system(nlp, system)
-        search = {key: nlp.get_pipe(name).cfg.get(key) for name in saved
-                  for key in SEARCH_SETTINGS}
-        seconds = float("inf")
-        with nlp.select_pipes(enable=names):
-            # the faster of passes over the same docs: a process's first pass over
-            # a large batch pays one-off costs (spaCy's pipeline: about 1.6 times
-            # as long), which would favour whichever system runs second
-            for _ in range(TIMED_PASSES):
-                inputs = [words_doc(r, nlp.vocab) for r in refs]
-                start = time.perf_counter()
-                preds = list(nlp.pipe(inputs, batch_size=batch_size))
-                seconds = min(seconds, time.perf_counter() - start)
-        scores = score_conll18([Example(p, r) for p, r in zip(preds, refs)])
-        words = sum(len(r) for r in refs)
-        rows.append({**system, "model": project_path(system["model"]), "components": names,
-                     "search": search or None, "scores": scores, "seconds": seconds,
-                     "words_per_second": words / max(seconds, 1e-9)})
-        print(f"{system['name']}: LAS {scores['las']:.2f}, "
-              f"sentence F1 {scores['sentences']['f1']:.2f}, {words / seconds:.0f} words/s")
-    reference = next((r["words_per_second"] for r in rows if r["name"].startswith("spaCy")), None)
-    for row in rows:
-        row["x_spacy"] = None if reference is None else row["words_per_second"] / reference
-    result = {"test": project_path(test), "documents": source, "docs": len(refs or []),
-              "batch_size": batch_size,
-              "words": sum(len(r) for r in refs or []), "systems": rows}
+        for model in system["models"]:
+            nlp = spacy.load(model)  # each seed from its saved settings
+            if shared is None and "from_text" in sections:
+                source = nlp if tokenizer is None else spacy.load(tokenizer)
+                shared = (source.config["nlp"]["tokenizer"],
+                          source.tokenizer.to_bytes(exclude=["vocab"]))
+                result["tokenizer"] = (f"{type(source.tokenizer).__name__} of "
+                                       f"{project_path(tokenizer or model)}")
+            saved = {name: dict(nlp.get_pipe(name).cfg) for name in _isbn_parsers(nlp)}
+            for section in sections:
+                for name, cfg in saved.items():
+                    nlp.get_pipe(name).cfg.update(cfg)
+                row = _run_seed(nlp, system, test, section, shared, batch_size)
+                row = {"seed": _seed_of(nlp), "model": project_path(model), **row}
+                entry = result[section].setdefault(system["name"], {"seeds": []})
+                entry["seeds"].append(row)
+                print(f"{section} {system['name']} seed {row['seed']}: LAS {row['LAS']:.2f}, "
+                      f"Tokens {row['Tokens']:.2f}, Sentences {row['Sentences']:.2f}, "
+                      f"{row['words_per_s']:.0f} words/s")
+    for section in sections:
+        _add_means(result[section])
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     write_json(output, result)
     if markdown is not None:
@@ -133,21 +245,41 @@ def run(test: Path, systems: List[dict], output: Path, *, markdown: Optional[Pat
     return result
 
 
-def to_markdown(result: dict) -> str:
-    def pct(value):
-        return "-" if value is None else f"{value:.2f}"  # the scores are percentages
+def _add_means(rows: Dict[str, dict]) -> None:
+    """Each row's mean over its seeds, and its words/s against spaCy's
+    pipeline (its default recipe's mean, else ours)."""
+    for entry in rows.values():
+        seeds = entry["seeds"]
+        entry["mean"] = {key: sum(s[key] for s in seeds) / len(seeds)
+                         for key in SCORES + ("words_per_s",) if all(s[key] is not None for s in seeds)}
+    reference = next((rows[n]["mean"]["words_per_s"] for n in (SPACY_DEFAULT, SPACY_OURS)
+                      if n in rows), None)
+    for entry in rows.values():
+        entry["mean"]["x_spacy"] = (None if reference is None
+                                    else entry["mean"]["words_per_s"] / reference)
 
-    lines = [f"# Raw text: {result['test']} ({result['docs']} documents from "
-             f"{result['documents']}, {result['words']} words)", "",
-             "Words only (no tags, no sentence boundaries), one Doc per document; CoNLL 2018 "
-             "scores over all words, punctuation included. Words/s: the whole pipeline, the "
-             f"fastest of {TIMED_PASSES} passes over the documents.", "",
-             "| System | LAS | UAS | Sent F1 | UPOS | XPOS | UFeats | Words/s | x spaCy |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for row in result["systems"]:
-        s = row["scores"]
-        ratio = "-" if row["x_spacy"] is None else f"{row['x_spacy']:.2f}"
-        lines.append(f"| {row['name']} | {pct(s['las'])} | {pct(s['uas'])} | "
-                     f"{pct(s['sentences']['f1'])} | {pct(s['upos'])} | {pct(s['xpos'])} | "
-                     f"{pct(s['ufeats'])} | {row['words_per_second']:.0f} | {ratio} |")
-    return "\n".join(lines) + "\n"
+
+def to_markdown(result: dict) -> str:
+    """One table per section: each row's mean over seeds, the seeds' own
+    LAS beside it."""
+    lines = [f"# Benchmark: {result['test']} ({result['docs']} documents from "
+             f"{result['documents']}, {result['words']} words)", ""]
+    titles = {"from_text": f"From the text (tokenized by {result['tokenizer']})",
+              "gold_words": "On gold words (tags, sentences and trees predicted)"}
+    for section in SECTIONS:
+        if section not in result:
+            continue
+        lines += [f"## {titles[section]}", "",
+                  "Mean over seeds; CoNLL 2018 F1 over all words, punctuation included; words/s: "
+                  f"the whole pipeline, the fastest of {result['timed_passes']} passes.", "",
+                  "| Row | Seeds | " + " | ".join(SCORES) + " | LAS per seed | Words/s | x spaCy |",
+                  "|---|---:|" + "---:|" * len(SCORES) + "---|---:|---:|"]
+        for name, entry in result[section].items():
+            mean = entry["mean"]
+            cells = ["-" if mean.get(k) is None else f"{mean[k]:.2f}" for k in SCORES]
+            per_seed = ", ".join(f"{s['LAS']:.2f}" for s in entry["seeds"])
+            ratio = "-" if mean["x_spacy"] is None else f"{mean['x_spacy']:.2f}"
+            lines.append(f"| {name} | {len(entry['seeds'])} | " + " | ".join(cells) +
+                         f" | {per_seed} | {mean['words_per_s']:.0f} | {ratio} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 import spacy_isbn.pipes.isbn_parser  # noqa: F401  (registers doc._.isbn_sentences)
+from spacy_isbn.evaluation.metrics import root_sentences
 from spacy_isbn.evaluation import (
     is_punct,
     is_punct_form,
@@ -353,6 +354,10 @@ def test_conll18_multiroot_sentences_from_the_parser_and_several_docs():
     m = score_conll18([ex(by_parser, gold), ex(doc(words, heads, deps), gold)])
     assert (m["sentences"]["gold"], m["sentences"]["pred"], m["sentences"]["correct"]) == (4, 5, 3)
     assert m["words"] == 12
+    # spaCy's convention on both sides: a sentence per root, so the same trees agree
+    by_root = m["sentences_by_root"]
+    assert (by_root["gold"], by_root["pred"], by_root["correct"]) == (6, 6, 6)
+    assert root_sentences(gold) == [(0, 2), (2, 4), (4, 6)]
 
 
 def test_conll18_unsegmented_prediction_is_one_sentence_and_edge_cases():

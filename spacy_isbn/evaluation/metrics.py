@@ -283,18 +283,31 @@ def _system_sentences(doc) -> List[Tuple[int, int]]:
     return [(0, len(doc))] if spans is None else spans
 
 
+def root_sentences(doc) -> List[Tuple[int, int]]:
+    """spaCy's sentences of a parsed Doc: one per root, from its subtree's
+    left edge (a CoNLL-X sentence of several roots is several)."""
+    if len(doc) == 0:
+        return []
+    starts = sorted({0} | {t.left_edge.i for t in doc if t.head.i == t.i})
+    return list(zip(starts, starts[1:] + [len(doc)]))
+
+
 def score_conll18(examples: Iterable) -> dict:
     """Scores of the CoNLL 2018 shared task (``conll18_ud_eval.py``) for
     pipelines run on raw text, under gold tokenization.
 
     Returns ``{"words", "uas", "las", "upos", "xpos", "ufeats", "sentences":
-    {"precision", "recall", "f1", "gold", "pred", "correct"}}``: accuracies over
-    all words, punctuation included (``upos``, ``xpos``, ``ufeats`` None where
-    the gold has none). What each counts: docs/design.md, "Evaluation"."""
+    {"precision", "recall", "f1", "gold", "pred", "correct"}, "sentences_by_root":
+    {...}}``: accuracies over all words, punctuation included (``upos``,
+    ``xpos``, ``ufeats`` None where the gold has none); sentences as the
+    treebank splits them (the system's own: isbn_parser keeps a multi-root
+    sentence whole) and by root, spaCy's convention (:func:`root_sentences`),
+    for both sides. What each counts: docs/design.md, "Evaluation"."""
     annotations = {"upos": "POS", "xpos": "TAG", "ufeats": "MORPH"}
     correct = {"uas": 0, "las": 0, "upos": 0, "xpos": 0, "ufeats": 0}
     annotated = set()
     gold_spans, pred_spans = set(), set()
+    gold_roots, pred_roots = set(), set()
     n_words = 0
     for ei, example in enumerate(examples):
         pred, gold = _check_example(example)
@@ -309,6 +322,8 @@ def score_conll18(examples: Iterable) -> dict:
             correct["ufeats"] += str(g.morph) == str(p.morph)
         gold_spans.update((ei, s, e) for s, e in _gold_sentences(gold))
         pred_spans.update((ei, s, e) for s, e in _system_sentences(pred))
+        gold_roots.update((ei, s, e) for s, e in root_sentences(gold))
+        pred_roots.update((ei, s, e) for s, e in root_sentences(pred))
     out = {"words": n_words}
     for key, count in correct.items():
         defined = key not in annotations or key in annotated
@@ -317,6 +332,9 @@ def score_conll18(examples: Iterable) -> dict:
     sentences = prf(n_correct, len(pred_spans), len(gold_spans))
     sentences.update(gold=len(gold_spans), pred=len(pred_spans), correct=n_correct)
     out["sentences"] = sentences
+    n_correct = len(gold_roots & pred_roots)
+    out["sentences_by_root"] = {**prf(n_correct, len(pred_roots), len(gold_roots)),
+                                "gold": len(gold_roots), "pred": len(pred_roots), "correct": n_correct}
     return out
 
 

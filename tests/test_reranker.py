@@ -343,21 +343,22 @@ def test_raw_benchmark_runs_each_setting(pipeline, tmp_path):
     (tmp_path / "test.conllu").write_text("\n".join(lines) + "\n", encoding="utf8")
     # the treebank's asset folder, as the project gives it (its test.conllu)
     main(["raw-benchmark", str(tmp_path), str(tmp_path / "out.json"),
-          "--markdown", str(tmp_path / "out.md"), "--isbn-model", str(tmp_path / "nlp"),
+          "--markdown", str(tmp_path / "out.md"), "--isbn-models", str(tmp_path / "nlp"),
           "--beams", "1,2"])
     result = srsly.read_json(tmp_path / "out.json")
     assert result["docs"] == 4
-    rows = {row["name"]: row for row in result["systems"]}
-    assert set(rows) == {"conditional isbn_parser b=1", "conditional isbn_parser b=2",
-                         "conditional + generative reranking (shipped)"}
-    assert "isbn_reranker" not in rows["conditional isbn_parser b=1"]["components"]
-    assert "isbn_reranker" in rows["conditional + generative reranking (shipped)"]["components"]
+    rows = result["gold_words"]
+    assert set(rows) == {"shipped", "conditional b1", "conditional b2", "conditional, shipped beam"}
+    assert set(result["from_text"]) == set(rows)
+    seed = {name: row["seeds"][0] for name, row in rows.items()}
+    assert "isbn_reranker" not in seed["conditional b1"]["components"]
+    assert "isbn_reranker" in seed["shipped"]["components"]
     # the shipped row searches at the pipeline's own beam, not the row before it's
     own = nlp.get_pipe("isbn_parser").cfg["beam_width"]
     assert own not in (1, 2)
-    assert [rows[name]["search"]["beam_width"] for name in sorted(rows)] == [own, 1, 2]
-    assert all(row["scores"]["las"] > 80 for row in rows.values())
-    assert "| conditional isbn_parser b=2 |" in (tmp_path / "out.md").read_text()
+    assert [seed[name]["search"]["beam_width"] for name in sorted(seed)] == [1, 2, own, own]
+    assert all(row["mean"]["LAS"] > 80 for row in rows.values())
+    assert "| conditional b2 |" in (tmp_path / "out.md").read_text()
 
 
 def test_benchmark_rows_without_reranking_make_one_pass(pipeline):

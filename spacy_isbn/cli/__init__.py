@@ -3,7 +3,8 @@ typer app, one module per command group, each command a thin wrapper of a
 plain function.  ``spacy-isbn --help`` lists them; ``project.yml`` calls them.
 
 Groups: :mod:`.data` (fetch, convert, split, prepare), :mod:`.train`
-(configs, training, reranking weight, evaluation), :mod:`.benchmark`
+(configs, training, reranking weight, evaluation), :mod:`.rerank`
+(kbest-lists, rerank-train), :mod:`.benchmark`
 (benchmarks, speeds), :mod:`.parse` (parse, parse-benchmark),
 :mod:`.language_model` (surprisal, perplexity), :mod:`.annotation_errors`
 (score-trees, find-errors, error-finder-eval), :mod:`.calibration`
@@ -11,7 +12,7 @@ Groups: :mod:`.data` (fetch, convert, split, prepare), :mod:`.train`
 :mod:`.package`, :mod:`.docs` (results-doc)."""
 from ._util import CliError, app, main
 # importing a group registers its commands, in this order in --help
-from . import data, train, benchmark, parse, language_model, annotation_errors, calibration, constituency, dbn, package, docs  # noqa: F401,E402
+from . import data, train, rerank, benchmark, parse, language_model, annotation_errors, calibration, constituency, dbn, package, docs  # noqa: F401,E402
 from .data import prepare, split_dev
 from .train import evaluate, rerank_weight, set_beam, train_config
 

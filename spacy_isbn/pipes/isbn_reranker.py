@@ -5,10 +5,13 @@ The parser reads tok2vec's vectors with look-ahead and leaves each sentence's
 k best trees in ``doc._.isbn_kbest``. This component scores each candidate by
 its forced derivation, log P_gen(tree, words), keeps the one with the best
 log-linear score of log P_cond, log P_gen and ``FEATURES``, and reports
-generative, exact log-probs. The score and what it writes: docs/design.md,
+generative, exact log-probs; or, once ``rerank-train`` has fitted one, by a
+discriminative reranker over those scores and the candidates' tree features
+(:mod:`spacy_isbn.reranking`). The score and what it writes: docs/design.md,
 "Extension attributes"; how it is trained: "The data flow".
 """
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy
 from spacy.language import Language
@@ -18,6 +21,8 @@ from thinc.api import Model
 
 from ..evaluation.metrics import parser_score
 from ..evaluation.reranking import combined
+from ..reranking.features import KBestList, batch_features
+from ..reranking.maxent import MaxEntReranker
 from ..transitions.arc_eager import sentence_spans_from_heads
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import DocWords, Part, write_trees
@@ -65,6 +70,16 @@ def make_isbn_reranker(nlp: Language, name: str, model: Model, rerank_weight: fl
 
 # the reranker's features of a candidate, columns of ``ScoredKBest`` entries
 FEATURES = ("conditional", "generative", "structure", "conditional_best")
+# what ranks the candidates when a discriminative reranker is fitted (else the
+# log-linear weights of FEATURES)
+DISCRIMINATIVE = "discriminative"
+Choice = Union[numpy.ndarray, str]
+
+
+def same_choice(a: Optional[Choice], b: Choice) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return a is not None and numpy.array_equal(a, b)
 
 
 class ScoredKBest:
@@ -72,29 +87,37 @@ class ScoredKBest:
     analyses' heads, labels and features (``FEATURES``, one row per
     analysis); ``scores``: per entry, per analysis its sentences' scores;
     ``chained_under``: the weights that chose the tree each entry's
-    candidates went on from (None: each scored from the doc's start)."""
+    candidates went on from (None: each scored from the doc's start);
+    ``discriminative``: per entry the discriminative reranker's scores,
+    where one is fitted."""
 
-    __slots__ = ("entries", "scores", "chained_under", "_ranked")
+    __slots__ = ("entries", "scores", "chained_under", "discriminative", "_ranked")
 
     def __init__(self, entries: List[tuple], scores: Optional[List[list]] = None,
-                 chained_under: Optional[numpy.ndarray] = None):
+                 chained_under: Optional[Choice] = None,
+                 discriminative: Optional[List[numpy.ndarray]] = None):
         # (start, end, heads, labels, features (analyses, len(FEATURES)))
         self.entries = entries
         self.scores = scores
         self.chained_under = chained_under
+        self.discriminative = discriminative
         self._ranked: Optional[tuple] = None
 
-    def ranked(self, weights: numpy.ndarray) -> Tuple[List[numpy.ndarray], List[numpy.ndarray]]:
-        """Per entry its candidates' combined scores under ``weights`` and
-        the candidates ordered by them, best first (kept for the last
-        weights asked: annotating and the arc probabilities read both)."""
-        key = weights.tobytes()
+    def ranked(self, weights: Choice) -> Tuple[List[numpy.ndarray], List[numpy.ndarray]]:
+        """Per entry its candidates' combined scores under ``weights`` (or
+        the discriminative reranker's, ``DISCRIMINATIVE``) and the
+        candidates ordered by them, best first (kept for the last weights
+        asked: annotating and the arc probabilities read both)."""
+        key = weights if isinstance(weights, str) else weights.tobytes()
         if self._ranked is None or self._ranked[0] != key:
-            scores = [combined(feats, weights) for *_, feats in self.entries]
+            if isinstance(weights, str):
+                scores = list(self.discriminative)
+            else:
+                scores = [combined(feats, weights) for *_, feats in self.entries]
             self._ranked = (key, scores, [numpy.argsort(-s, kind="stable") for s in scores])
         return self._ranked[1], self._ranked[2]
 
-    def choose(self, weights: numpy.ndarray) -> List[numpy.ndarray]:
+    def choose(self, weights: Choice) -> List[numpy.ndarray]:
         """Per entry the candidates ordered by the combined score, best first."""
         return self.ranked(weights)[1]
 
@@ -125,12 +148,46 @@ class ISBNReranker(DependencyPipe):
         if unknown:
             raise ValueError(f"{name}: rerank_features {sorted(unknown)}: the features are "
                              f"{', '.join(FEATURES[2:])}")
+        self.maxent: Optional[MaxEntReranker] = None
 
     def saved_parts(self) -> Dict[str, Part]:
         """As the parser's; a saved cfg's settings that are not the
         reranker's (pipelines saved while it was an ``isbn_parser``) are left out."""
         return {**super().saved_parts(), "cfg": Part(lambda: self.cfg, lambda cfg: self.cfg.update(
-            {key: value for key, value in cfg.items() if key in self.cfg}), "json")}
+            {key: value for key, value in cfg.items() if key in self.cfg}), "json"),
+            "maxent": Part(lambda: b"" if self.maxent is None else self.maxent.to_bytes(),
+                           self.set_maxent, "bytes")}
+
+    def set_maxent(self, data: Union[bytes, MaxEntReranker, None]) -> None:
+        """The discriminative reranker (bytes as saved; empty or None: none)."""
+        if isinstance(data, bytes):
+            data = MaxEntReranker.from_bytes(data) if data else None
+        self.maxent = data
+
+    def from_disk(self, path, *, exclude=tuple()):
+        # pipelines saved before the discriminative reranker have no file of it
+        if not (Path(path) / "maxent").exists():
+            exclude = (*exclude, "maxent")
+            self.maxent = None
+        return super().from_disk(path, exclude=exclude)
+
+    @property
+    def choice(self) -> Choice:
+        """What ranks the candidates: the discriminative reranker where one
+        is fitted, else the log-linear weights."""
+        return DISCRIMINATIVE if self.maxent is not None else self.weights
+
+    def _discriminative_scores(self, docs: List[Doc], lists: List[tuple]) -> List[numpy.ndarray]:
+        """The discriminative reranker's scores of the lists (doc index,
+        start, end, heads, labels, features), all in one batch."""
+        tag = "tag_" if self.cfg.get("tag_attr", "tag") == "tag" else "pos_"
+        batch = [KBestList([t.text for t in docs[d][start:end]],
+                           [getattr(t, tag) for t in docs[d][start:end]],
+                           [[h - start for h in cand] for cand in heads], labels, feats[:, :3])
+                 for d, start, end, heads, labels, feats in lists]
+        features = batch_features(batch, self.maxent.n_buckets)
+        scores = self.maxent.scores(features)
+        return [scores[a:b] for a, b in zip(features.offsets[:-1], features.offsets[1:])]
 
     @property
     def weights(self) -> numpy.ndarray:
@@ -156,10 +213,11 @@ class ISBNReranker(DependencyPipe):
                     "with sentence_kbest = true before it")
             self._require_tags(doc)
         chained = self.core.attrs["approximation"] != "meanfield"
-        weights = self.weights
+        choice = self.choice
         found = [parser_sentences(doc) for doc in docs]
         context = numpy.zeros((len(docs), self.core.get_dim("nH")), dtype="float32")
-        out = [ScoredKBest([], [], weights if chained else None) for _ in docs]
+        out = [ScoredKBest([], [], choice if chained else None,
+                           [] if self.maxent is not None else None) for _ in docs]
         read: dict = {}
         kbests = [kbest or () for kbest in kbests]
         for n in range(max(map(len, kbests), default=0)):
@@ -180,7 +238,7 @@ class ISBNReranker(DependencyPipe):
                 scores, ends = self.forced_derivations.score(items, context[owner], read)
             else:
                 scores = self.forced_derivations.score(items, read=read)
-            i = 0
+            i, scored = 0, []
             for d, start, end, analyses in lists:
                 of = item_of[i: i + len(analyses)]
                 mine = [scores[k] for k in of]
@@ -192,23 +250,31 @@ class ISBNReranker(DependencyPipe):
                 out[d].entries.append((start, end, [a[1] for a in analyses],
                                        [a[2] for a in analyses], feats))
                 out[d].scores.append(mine)
-                if chained:
-                    context[d] = ends[of[int(numpy.argmax(combined(feats, weights)))]]
+                scored.append((d, of))
                 i += len(analyses)
+            if self.maxent is not None:
+                ranks = self._discriminative_scores(docs, [(d, *out[d].entries[-1]) for d, _ in scored])
+                for (d, _), rank in zip(scored, ranks):
+                    out[d].discriminative.append(rank)
+            if chained:
+                for d, of in scored:
+                    rank = (out[d].discriminative[-1] if self.maxent is not None
+                            else combined(out[d].entries[-1][4], choice))
+                    context[d] = ends[of[int(numpy.argmax(rank))]]
         return out
 
     def predict(self, docs: Iterable[Doc]) -> List[ScoredKBest]:
         return self.candidates(docs)
 
     def set_annotations(self, docs: Iterable[Doc], candidates: List[ScoredKBest]) -> None:
-        self.annotate(docs, candidates, self.weights)
+        self.annotate(docs, candidates, self.choice)
 
     def write_confidence(self, docs: Iterable[Doc], candidates: List[ScoredKBest],
-                         weights: Optional[numpy.ndarray] = None) -> None:
+                         weights: Optional[Choice] = None) -> None:
         """The arc probabilities of each sentence's candidates, weighed by
         their combined score under ``weights`` (None: the component's) with
         the coverage of their conditional scores (:mod:`.arc_confidence`)."""
-        weights = self.weights if weights is None else weights
+        weights = self.choice if weights is None else weights
         temperature = self.cfg.get("confidence_temperature", 1.0)
         outside = self.cfg.get("outside_agreement", 1.0)
         for doc, cands in zip(docs, candidates):
@@ -221,8 +287,9 @@ class ISBNReranker(DependencyPipe):
             write_arc_probs(words, spans)
 
     def annotate(self, docs: Iterable[Doc], candidates: List[ScoredKBest],
-                 weights: numpy.ndarray) -> None:
-        """Write each doc's best candidates under ``weights`` (of ``FEATURES``), their exact
+                 weights: Choice) -> None:
+        """Write each doc's best candidates under ``weights`` (of ``FEATURES``, or
+        ``DISCRIMINATIVE``), their exact
         generative scores (the doc's sentences chained; per token too:
         :meth:`score_trees`) and the arc probabilities the candidates give
         (:meth:`write_confidence`).  Candidates chained under other weights
@@ -252,8 +319,7 @@ class ISBNReranker(DependencyPipe):
             write_trees(doc, heads, deps)
             doc._.isbn_kbest = kbest
             doc._.isbn_words_logprob = words_lp
-            exact = cands.chained_under is not None and numpy.array_equal(cands.chained_under,
-                                                                          weights)
+            exact = same_choice(cands.chained_under, weights)
             (items if exact else again).append((doc, chosen))
             if exact:
                 scores.append(chosen_scores)

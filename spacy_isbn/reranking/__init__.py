@@ -1,0 +1,1 @@
+"""The discriminative reranker: features of k-best candidates and a list-wise log-linear model over them."""

@@ -108,3 +108,34 @@ def test_the_pipe_ranks_by_a_fitted_reranker_and_saves_it(pipeline, tmp_path):
     old = spacy.load(tmp_path / "nlp")
     assert old.get_pipe("isbn_reranker").maxent is None
     assert [t.head.i for t in old(text)] == [t.head.i for t in before]
+
+
+def test_rerank_jackknife_lists_each_part_by_a_pipeline_not_trained_on_it(tmp_path):
+    """Two folds, each a two-stage pipeline trained on the other part; the
+    lists cover the training split once; a second call trains nothing."""
+    from spacy_isbn.cli import main
+    from spacy_isbn.cli.rerank import rerank_jackknife
+
+    from .test_cli import FIXTURES, REPO
+
+    corpus = tmp_path / "tiny.spacy"
+    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "1"])
+    config = spacy.util.load_config(REPO / "configs" / "ewt.cfg", interpolate=False)
+    config["components"]["tok2vec"]["model"]["encode"].update(width=16, depth=1)
+    config["components"]["isbn_parser"]["model"]["hidden_width"] = 8
+    config["components"]["isbn_reranker"]["model"]["hidden_width"] = 8
+    config["nlp"]["tokenizer"]["n_buckets"] = 1024
+    config.to_disk(tmp_path / "tiny.cfg")
+    paths = rerank_jackknife(tmp_path / "tiny.cfg", corpus, corpus, tmp_path / "jk", folds=2,
+                             max_steps=2, train_beam=1)
+    lists, correct, _ = read_lists(paths)
+    n_sentences = len(list(DocBin().from_disk(corpus).get_docs(spacy.blank("en").vocab)))
+    assert len(lists) >= n_sentences // 2 and len(correct) == len(lists)
+    for k in range(2):
+        held_out = DocBin().from_disk(tmp_path / "jk" / f"fold_{k}" / "held_out.spacy")
+        trained = DocBin().from_disk(tmp_path / "jk" / f"fold_{k}" / "train.spacy")
+        assert len(held_out) + len(trained) == n_sentences
+    stamp = (tmp_path / "jk" / "lists_0.msgpack").stat().st_mtime
+    assert rerank_jackknife(tmp_path / "tiny.cfg", corpus, corpus, tmp_path / "jk", folds=2,
+                            max_steps=2, train_beam=1) == paths
+    assert (tmp_path / "jk" / "lists_0.msgpack").stat().st_mtime == stamp

@@ -1,13 +1,74 @@
-"""The discriminative reranker's commands: ``kbest-lists``, ``rerank-train``.
+"""The discriminative reranker's commands: ``rerank-jackknife``,
+``kbest-lists``, ``rerank-train``.
 
-    spacy-isbn kbest-lists training/ewt_fold0/model-best corpus/ewt/train_fold0.spacy lists/fold0.msgpack
-    spacy-isbn rerank-train training/ewt/model-best corpus/ewt/dev.spacy --lists lists/fold0.msgpack,lists/fold1.msgpack
+    spacy-isbn rerank-jackknife training/ewt/config.cfg corpus/ewt/train.spacy corpus/ewt/dev.spacy training/ewt_jackknife
+    spacy-isbn rerank-train training/ewt/model-best corpus/ewt/dev.spacy --lists training/ewt_jackknife/lists_0.msgpack,training/ewt_jackknife/lists_1.msgpack
 """
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 from ..corpus.files import read_docbin, write_json
 from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, load_pipeline, numbers, require
+
+
+def rerank_jackknife(config: Path, train: Path, dev: Path, output_dir: Path, *, folds: int,
+                     max_steps: int, train_beam: int, gpu_id: int = -1) -> List[Path]:
+    """k-best lists of the whole training split, each part from a pipeline
+    trained (both stages, as ``spacy project run train``) on the other
+    parts: the errors the shipped pipeline makes on text it never saw.
+    Resumable: a fold whose lists exist is done, a stage whose model exists
+    is not trained again.  Returns the lists' paths."""
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+
+    from .train import set_beam, stage_configs, timed_train_cli
+
+    docs = read_docbin(require(train, "corpus"), Vocab())
+    if folds < 2 or folds > len(docs):
+        raise CliError(f"--folds {folds}: give 2 to {len(docs)} (the training docs)")
+    bounds = [len(docs) * k // folds for k in range(folds + 1)]
+    output_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k in range(folds):
+        lists = output_dir / f"lists_{k}.msgpack"
+        paths.append(lists)
+        if lists.exists():
+            print(f"fold {k}: {lists} exists")
+            continue
+        fold = output_dir / f"fold_{k}"
+        rest, held_out = fold / "train.spacy", fold / "held_out.spacy"
+        fold.mkdir(exist_ok=True)
+        DocBin(store_user_data=True, docs=docs[:bounds[k]] + docs[bounds[k + 1]:]).to_disk(rest)
+        DocBin(store_user_data=True, docs=docs[bounds[k]:bounds[k + 1]]).to_disk(held_out)
+        stage1, stage2 = stage_configs(config, fold)
+        if not (fold / "stage1" / "model-best").exists():
+            timed_train_cli(stage1, fold / "stage1", rest, dev, gpu_id, max_steps,
+                            [f"components.isbn_parser.beam_width={train_beam}"], None, None)
+        set_beam(fold / "stage1" / "model-best", like=config)
+        if not (fold / "model-best").exists():
+            timed_train_cli(stage2, fold, rest, dev, gpu_id, max_steps,
+                            [f"paths.stage1={fold / 'stage1' / 'model-best'}"], None,
+                            fold / "stage1" / "train_timing.json")
+        set_beam(fold / "model-best", like=config)
+        kbest_lists_cli(fold / "model-best", held_out, lists, None)
+    return paths
+
+
+@app.command("rerank-jackknife")
+def rerank_jackknife_cli(
+    config: Path = Arg(..., help="the shipped pipeline's training config", **IN_FILE),
+    train: Path = Arg(..., help="train .spacy", **IN_FILE),
+    dev: Path = Arg(..., help="dev .spacy (each fold's model selection)", **IN_FILE),
+    output_dir: Path = Arg(..., help="the folds' pipelines and lists (lists_<k>.msgpack)"),
+    folds: int = Opt(2, "--folds", min=2),
+    max_steps: int = Opt(0, "--max-steps", min=0, help="each stage's steps (0: the config's)"),
+    train_beam: int = Opt(10, "--train-beam", min=1, help="the first stage's beam on dev while it trains"),
+    gpu_id: int = Opt(-1, "--gpu-id"),
+):
+    """The reranker's training lists from jackknifed pipelines (resumable)."""
+    paths = rerank_jackknife(config, train, dev, output_dir, folds=folds, max_steps=max_steps,
+                             train_beam=train_beam, gpu_id=gpu_id)
+    print("lists: " + ",".join(str(p) for p in paths))
 
 
 @app.command("kbest-lists")

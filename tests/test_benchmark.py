@@ -639,6 +639,9 @@ def test_raw_benchmark_rows_include_the_latent_history_ablation():
     assert rows[0]["models"] == [Path("isbn0"), Path("isbn1")], "a row holds its seeds"
     ablation = [r for r in rows if r["models"] == [Path("no_links")]]
     assert [(r["beam"], r["rerank"]) for r in ablation] == [(1, False)]
+    sweep = systems_of([Path("isbn0")], rerank_beams=[2, 6])
+    assert [(r["name"], r.get("beam"), r["rerank"]) for r in sweep[:3]] == [
+        (SHIPPED, None, True), ("reranked b2", 2, True), ("reranked b6", 6, True)]
 
 
 def test_document_text_is_uds_text_with_paragraphs(tmp_path):

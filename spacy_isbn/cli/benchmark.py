@@ -24,6 +24,7 @@ def raw_benchmark_cli(
     ablation_models: str = Opt("", "--ablation-models", help="the shipped pipeline trained with latent_edges = false, one per seed"),
     tokenizer: Optional[Path] = Opt(None, "--tokenizer", **IN_DIR, help="a pipeline whose tokenizer every row reads the text with (default: the first row's; fit-tokenizer writes one)"),
     beams: str = Opt("1", "--beams", help="the conditional parser's beams (beside the shipped one)"),
+    rerank_beams: str = Opt("", "--rerank-beams", help="also the shipped pipeline reranking at these beams (a dev sweep)"),
     documents: Optional[Path] = Opt(None, "--documents",
                                     help="a document list TSV (when the file has no # newdoc comments)"),
     treebank: Optional[str] = Opt(None, "--treebank",
@@ -45,6 +46,7 @@ def raw_benchmark_cli(
     systems = raw_text.systems_of(
         models(isbn_models, "--isbn-models"), models(spacy_default, "--spacy-default"),
         models(spacy_ours, "--spacy-ours"), beams=numbers(beams, "--beams", int, 1),
+        rerank_beams=numbers(rerank_beams, "--rerank-beams", int, 1),
         ablation_models=models(ablation_models, "--ablation-models"))
     if not systems:
         raise CliError("give --isbn-models, --spacy-default or --spacy-ours")

@@ -50,15 +50,19 @@ SEARCH_SETTINGS = ("beam_width", "label_top_k", "beam_density")
 
 def systems_of(isbn_models: Sequence[Path], spacy_default: Sequence[Path] = (),
                spacy_ours: Sequence[Path] = (), *, beams: Sequence[int] = (1,),
-               ablation_models: Sequence[Path] = ()) -> List[dict]:
+               rerank_beams: Sequence[int] = (), ablation_models: Sequence[Path] = ()
+               ) -> List[dict]:
     """The rows to run, each with its models (one per seed): the shipped
-    setting (its own beam, reranked), the conditional parser alone at each
-    of ``beams`` and at the shipped beam (``beam: None``), spaCy's pipeline
+    setting (its own beam, reranked; also at each of ``rerank_beams``, the
+    sweep that chooses it on dev), the conditional parser alone at each of
+    ``beams`` and at the shipped beam (``beam: None``), spaCy's pipeline
     with its recipe and with ours, and the conditional parser trained
     without latent links (what the latent history is worth) at ``beams``."""
     rows = []
     if isbn_models:
         rows.append({"name": SHIPPED, "models": list(isbn_models), "rerank": True})
+        rows += [{"name": f"reranked b{b}", "models": list(isbn_models), "beam": b,
+                  "rerank": True} for b in rerank_beams]
         rows += [{"name": f"conditional b{b}", "models": list(isbn_models), "beam": b,
                   "rerank": False} for b in beams]
         rows.append({"name": "conditional, shipped beam", "models": list(isbn_models),

@@ -206,6 +206,8 @@ def _build_core(hidden_width: int, features: str, latent_edges: bool, approximat
             "form_ranges": [],
             # label masks per label kind (arc-eager: left / right / from root), lists of bools
             "label_masks": [],
+            # per label kind and label, what scoring adds to its log-prob (smoothed_labels)
+            "label_offsets": [],
             "label_blocks": list(ARC_EAGER.label_blocks),
         },
     )
@@ -301,6 +303,23 @@ class Decisions:
             W, b = self.p[names[0]][lo:hi], self.p[names[1]][lo:hi]
             out.append(Observed(rows[sel], W, b, None, targets[sel] - lo, names, lo))
         return out
+
+
+def smoothed_labels(model: Model, kinds, labels, lp: numpy.ndarray) -> numpy.ndarray:
+    """The scored log-probs ``lp`` of labels with the model's
+    ``label_offsets`` (kind, label) added: where the label was seen on its
+    kind of arc, log(1 - escape); elsewhere, where the masked softmax gives
+    -inf, the offset is the label's whole log-prob (see
+    :meth:`~spacy_isbn.transitions.lexicon.Lexicon.label_offsets`).  Search
+    adds the same to its labels (:meth:`.search_step.SearchStep.top_labels`);
+    training, whose gold labels are all seen, needs none (a constant)."""
+    offsets = model.attrs.get("label_offsets")
+    if not offsets:
+        return lp
+    kinds, labels = numpy.asarray(kinds, "int64"), numpy.asarray(labels, "int64")
+    offset = numpy.asarray(offsets)[kinds, labels]
+    seen = numpy.asarray(model.attrs["label_masks"], dtype=bool)[kinds, labels]
+    return numpy.where(seen, lp + offset, offset).astype(lp.dtype)
 
 
 HEADS = ("a", "l", "t", "b", "f")  # action, label, tag (+ END), bundle, form
@@ -501,8 +520,10 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     heads = decision_heads(model)
     if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
         for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch, SOFTMAX_HEADS):
-            numpy.add.at(ll, group_of[key][sel],
-                         heads[key].picked(M[key][sel], mask, ob.target, rows_lo))
+            lp = heads[key].picked(M[key][sel], mask, ob.target, rows_lo)
+            if key == "l":
+                lp = smoothed_labels(model, batch.label_kind[sel], batch.label[sel], lp)
+            numpy.add.at(ll, group_of[key][sel], lp)
         for key, (b, t), tags, targets, ranges in ranged_decisions(model, batch):
             numpy.add.at(ll, group_of[key][b, t], heads[key].ranged_picked(
                 M[key].reshape(B * T, nH), b * T + t, tags, targets, ranges))

@@ -39,6 +39,9 @@ class SearchStep:
         self.form_ranges = model.attrs["form_ranges"]
         self.label_masks = numpy.asarray(model.attrs["label_masks"], dtype=bool)
         self._label_masks_u8 = numpy.ascontiguousarray(self.label_masks, dtype="uint8")
+        # (kinds, labels) smoothing's offsets (:func:`~.isbn.smoothed_labels`), None: none
+        offsets = model.attrs.get("label_offsets")
+        self.label_offsets = numpy.asarray(offsets) if offsets else None
         self.meanfield = model.attrs["approximation"] == "meanfield"
         self.iterations = model.attrs.get("iterations", 0)
         self._stacked: dict = {}  # tag -> its bundle and form weights, see bundle_and_form
@@ -139,9 +142,15 @@ class SearchStep:
 
     def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:
         """(N, nL) log-probs of the labels that follow ``action`` from each
-        state, masked by each row's label kind."""
-        return self.heads["l"].logprobs(H, self.label_masks[numpy.asarray(kinds)],
-                                        rows_lo=self.label_blocks[action] * self.nL)
+        state, masked by each row's label kind (smoothed where the model is:
+        then every label has its log-prob, those the kind never saw too)."""
+        kinds = numpy.asarray(kinds)
+        lp = self.heads["l"].logprobs(H, self.label_masks[kinds],
+                                      rows_lo=self.label_blocks[action] * self.nL)
+        if self.label_offsets is None:
+            return lp
+        offsets = self.label_offsets[kinds]
+        return numpy.where(self.label_masks[kinds], lp + offsets, offsets)
 
     def top_labels(self, H, action: int, kinds, k: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The ``k`` most likely labels after ``action`` from each state (best
@@ -151,6 +160,8 @@ class SearchStep:
         top = numpy.empty((len(H), k), dtype="int64")
         top_lp = numpy.empty((len(H), k))
         masked_top_k(logits, self._label_masks_u8, numpy.asarray(kinds, "int32"), top, top_lp)
+        if self.label_offsets is not None:  # the seen labels' share, log(1 - escape)
+            top_lp += self.label_offsets[numpy.asarray(kinds, "int64")[:, None], top]
         return top, top_lp
 
     def tag_logprobs(self, H, end_legal) -> numpy.ndarray:

@@ -26,7 +26,7 @@ from ._trie import distinct_rows as compiled_distinct_rows
 from ._trie import trie_nodes
 from .batch import CONTEXT, DerivationBatch
 from .isbn import (SOFTMAX_HEADS, decision_heads, decisions_of, forward, forward_inputs,
-                   output_groups, ranged_decisions, scored_decisions)
+                   output_groups, ranged_decisions, scored_decisions, smoothed_labels)
 from .step import LinkedProducts, latent_step, means
 
 
@@ -99,8 +99,10 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
         # a distribution per distinct (node, Phi)
         one, inverse = distinct_rows(numpy.concatenate(
             [rows[:, None], numpy.packbits(mask, axis=1)], axis=1))
-        numpy.add.at(ll, group_of[key][sel],
-                     heads[key].picked(H[rows[one]], mask[one], ob.target, rows_lo, inverse))
+        lp = heads[key].picked(H[rows[one]], mask[one], ob.target, rows_lo, inverse)
+        if key == "l":
+            lp = smoothed_labels(model, batch.label_kind[sel], batch.label[sel], lp)
+        numpy.add.at(ll, group_of[key][sel], lp)
     for key, sel, tags, targets, ranges in ranged_decisions(model, batch):
         numpy.add.at(ll, group_of[key][sel], heads[key].ranged_picked(H, node[sel], tags, targets,
                                                                      ranges))

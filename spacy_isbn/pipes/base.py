@@ -422,7 +422,13 @@ class ISBNPipe(SavedParts, TrainablePipe):
             bundle_ranges=[list(r) for r in lex.bundle_ranges] if generative else [],
             form_ranges=[list(r) for r in lex.form_ranges] if generative else [],
             label_masks=moves.label_masks(), label_blocks=list(spec.label_blocks),
+            label_offsets=self._label_offsets(),
             vector_columns=[list(c) for c in moves.vector_columns()])
+
+    def _label_offsets(self) -> list:
+        """The model's ``label_offsets`` (:func:`~spacy_isbn.model.isbn.smoothed_labels`):
+        none unless the pipe smooths its labels."""
+        return []
 
     # -- training ----------------------------------------------------------------
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,

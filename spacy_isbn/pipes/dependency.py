@@ -121,7 +121,8 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
                     arcs.append((lab, kind))
         if not sents:
             raise ValueError("isbn_parser.initialize: no sentence with a complete dependency tree")
-        self._set_lexicon(Lexicon(self.cfg["cutoff"]).build(sents, arcs))
+        self._set_lexicon(Lexicon(self.cfg["cutoff"]).build(sents, arcs,
+                                                            spelling=self.generative))
 
     def _set_lexicon(self, lexicon: Lexicon) -> None:
         """Install a lexicon and reset what is derived from it: the transition
@@ -137,6 +138,12 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
             needed.append("MORPH")
         # the conditional model reads token vectors, not tags
         self._tag_attrs = needed if self.generative else []
+
+    def _label_offsets(self) -> list:
+        """The generative model smooths its labels over the kinds of arc
+        (:meth:`Lexicon.label_offsets`), so that any tree over its labels is
+        derivable; the conditional model keeps the labels seen on each kind."""
+        return self.lexicon.label_offsets().tolist() if self.generative else []
 
     def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
         """One derivation per run of consecutive complete sentences of a doc

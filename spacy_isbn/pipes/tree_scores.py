@@ -9,7 +9,8 @@ Per token: the decisions of the derivation about it
 (:meth:`~spacy_isbn.transitions.arc_eager.ArcEagerMoves.decision_words`):
 the arc that attaches it (LeftArc or RightArc with its label), its Shift
 and Reduce, and the generation of the word itself (tag, morphology, form;
-the end of the sentence: the last word); the parts of a sentence add up to
+the end of the sentence: the last word; a word the model does not know, its
+spelling: :mod:`spacy_isbn.lm.spelling`); the parts of a sentence add up to
 its score exactly.  A non-projective tree is scored as its pseudo-projective
 lift (the lifted labels the model learnt), as in training.
 
@@ -171,12 +172,13 @@ class ForcedDerivations:
                     parts[i, k] = lps[offset: offset + n]
                     offset += n
         for (i, k), split in parts.items():
-            word_parts = split.sum(axis=1)
             doc, sents = items[i]
             start, end = sents[k][:2]
-            words = all_words[i]
-            token_parts = numpy.zeros(end - start)
+            words, inputs = read[id(doc)]
             first = int(numpy.searchsorted(words.tokens, start))
+            # a word generated as an unknown class is spelled out (the open vocabulary)
+            word_parts = split.sum(axis=1) + inputs.gen_spell[first: first + len(split)]
+            token_parts = numpy.zeros(end - start)
             token_parts[words.tokens[first: first + len(word_parts)] - start] = word_parts
             logprob = float(word_parts.sum())
             reason = ""

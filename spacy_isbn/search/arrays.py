@@ -207,34 +207,39 @@ class Words:
         self.tag = numpy.concatenate([numpy.asarray(w.gen_tag, "int64") for w in segments])
         self.bundle = numpy.concatenate([numpy.asarray(w.gen_bundle, "int64") for w in segments])
         self.form = numpy.concatenate([numpy.asarray(w.gen_form, "int64") for w in segments])
+        self.spell = numpy.concatenate([numpy.asarray(w.gen_spell, "float64") for w in segments])
         # the strings joint tagging reads (Python per token: not built without it)
         self.records = [r for w in segments for r in w.records] if joint is not None else []
         self._joint_cache: Dict[int, Tuple[numpy.ndarray, numpy.ndarray]] = {}
 
     def candidates(self, pos, toks, tag_lp, top_k: int):
-        """(position, tag, form, bundle) of the ways to generate ``toks[i]``
-        from the state at position ``pos[i]`` (``tag_lp``: its tag log-probs):
-        the given tag and bundle, or with joint tagging the ``top_k`` most
-        likely tags the word may have and bundle -1 (searched over)."""
+        """(position, tag, form, bundle, spelling log-prob) of the ways to
+        generate ``toks[i]`` from the state at position ``pos[i]``
+        (``tag_lp``: its tag log-probs): the given tag and bundle, or with
+        joint tagging the ``top_k`` most likely tags the word may have and
+        bundle -1 (searched over)."""
         if self.joint is None:
-            return pos, self.tag[toks], self.form[toks], self.bundle[toks]
+            return pos, self.tag[toks], self.form[toks], self.bundle[toks], self.spell[toks]
         parts = []
         for tok in numpy.unique(toks):
             sel = numpy.nonzero(toks == tok)[0]
-            tags, forms = self._joint_candidates(int(tok))
+            tags, forms, spells = self._joint_candidates(int(tok))
             if len(tags) > top_k:
                 keep = numpy.argpartition(-tag_lp[sel][:, tags], top_k - 1, axis=1)[:, :top_k]
-                g_tags, g_forms = tags[keep], forms[keep]
+                g_tags, g_forms, g_spells = tags[keep], forms[keep], spells[keep]
             else:
                 g_tags = numpy.broadcast_to(tags, (len(sel), len(tags)))
                 g_forms = numpy.broadcast_to(forms, g_tags.shape)
+                g_spells = numpy.broadcast_to(spells, g_tags.shape)
             parts.append((numpy.repeat(pos[sel], g_tags.shape[1]), g_tags.reshape(-1),
-                          g_forms.reshape(-1), numpy.full(g_tags.size, -1)))
+                          g_forms.reshape(-1), numpy.full(g_tags.size, -1), g_spells.reshape(-1)))
         return tuple(numpy.concatenate(cols) for cols in zip(*parts))
 
     def _joint_candidates(self, tok: int):
         if tok not in self._joint_cache:
-            self._joint_cache[tok] = self.joint.candidates(self.records[tok])
+            record = self.records[tok]
+            tags, forms = self.joint.candidates(record)
+            self._joint_cache[tok] = tags, forms, self.joint.spellings(record, tags)
         return self._joint_cache[tok]
 
     def row(self, toks, tags, bundles) -> numpy.ndarray:

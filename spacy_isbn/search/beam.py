@@ -254,17 +254,18 @@ class BeamSearch:
         step = self.step
         if not len(rows):
             return Candidates.empty()
-        pos, tags, forms, bundles = words.candidates(numpy.arange(len(rows)), toks,
-                                                     tag_lp[rows], self.tag_top_k)
+        pos, tags, forms, bundles, spells = words.candidates(numpy.arange(len(rows)), toks,
+                                                             tag_lp[rows], self.tag_top_k)
         r = rows[pos]
         possible = tag_lp[r, tags] > NEG_INF  # e.g. states where Shift is not legal
-        pos, r, tags, forms, bundles = (pos[possible], r[possible], tags[possible],
-                                        forms[possible], bundles[possible])
+        pos, r, tags, forms, bundles, spells = (pos[possible], r[possible], tags[possible],
+                                                forms[possible], bundles[possible],
+                                                spells[possible])
         if not len(pos):
             return Candidates.empty()
         if step.meanfield:
-            return self._generate_meanfield(eta, a, tag_lp, pos, r, tags, forms, bundles, prior,
-                                            end_legal, pool)
+            return self._generate_meanfield(eta, a, tag_lp, pos, r, tags, forms, bundles, spells,
+                                            prior, end_legal, pool)
         H_all, ids = ff
         if not step.generates_words:  # conditional: the word is given, only "not END" is scored
             return Candidates(pos, tag_lp[r, tags], tags, bundles, ids[r], numpy.zeros(len(pos)))
@@ -277,20 +278,22 @@ class BeamSearch:
             H = H_all[r[sel]]
             if bundles[sel].min() >= 0:  # given bundles: both in one product
                 lp, form_lp = step.bundle_and_form(H, tag, bundles[sel], forms[sel])
-                lp += tag_lp[r[sel], tag]
+                # an unknown class's form is spelled out (the open vocabulary)
+                form_lp += spells[sel]
+                lp += tag_lp[r[sel], tag] + spells[sel]
                 parts.append((pos[sel], lp, numpy.full(len(sel), tag), bundles[sel], ids[r[sel]],
                               form_lp))
                 continue
             cand, cand_bundle, lp = self._bundles(step.bundle_logprobs(H, tag), tag,
                                                   bundles[sel], tag_lp[r[sel], tag])
-            form_lp = step.form_logprobs(H, tag, forms[sel])[cand]
+            form_lp = step.form_logprobs(H, tag, forms[sel])[cand] + spells[sel][cand]
             lp += form_lp
             sel = sel[cand]
             parts.append((pos[sel], lp, numpy.full(len(cand), tag), cand_bundle, ids[r[sel]],
                           form_lp))
         return Candidates(*(numpy.concatenate(cols) for cols in zip(*parts)))
 
-    def _generate_meanfield(self, eta, a, tag_lp, pos, rows, tags, forms, bundles, prior,
+    def _generate_meanfield(self, eta, a, tag_lp, pos, rows, tags, forms, bundles, spells, prior,
                             end_legal, pool: StatePool) -> Candidates:
         """:meth:`_generate` with the means re-estimated after the tag, after
         the bundle and after the form: one solve per stage for all candidates."""
@@ -318,6 +321,7 @@ class BeamSearch:
         for tag in numpy.unique(cand_tags):
             sel = cand_tags == tag
             form_lp[sel] = step.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
+        form_lp += spells[cand]
         lp += form_lp
         a_form = step.refine(eta[rows[cand]], a_bundle, form=cand_forms, **decided)
         return Candidates(pos[cand], lp, cand_tags, cand_bundle,

@@ -104,13 +104,15 @@ def feature_ids(lex: Lexicon, bundles: Sequence[str]) -> numpy.ndarray:
 class SegmentInputs:
     """A segment's words as the configurations read them: one row per token
     (:meth:`row`: form, tag, pos input ids, the generated tag and bundle, the
-    feature ids), and the output ids each word is generated with.
+    feature ids), and the output ids each word is generated with, and
+    ``gen_spell``, the log-prob of its spelling where its form is generated
+    as an unknown class (:meth:`Lexicon.spelling_logprob`; else 0).
 
     With joint tagging the tag, POS and features of a row are not inputs:
     the search sets them per hypothesis as it chooses tags
     (:meth:`JointTables.row`)."""
 
-    __slots__ = ("n", "columns", "rows", "gen_tag", "gen_bundle", "gen_form")
+    __slots__ = ("n", "columns", "rows", "gen_tag", "gen_bundle", "gen_form", "gen_spell")
 
     def __init__(self, columns: TokenColumns, lex: Lexicon, generative: bool = True):
         """``generative = False`` (the conditional model): words are given,
@@ -135,11 +137,15 @@ class SegmentInputs:
                 [lex.bundle_id(tag, b) for b, tag in zip(bundles, tags)]), out_tag)[:, 0]
             self.gen_tag = out_tag
             self.gen_bundle = rows[:, 4].astype("int64")
-            self.gen_form = columns.ids(lex, "text", lambda texts, tags: _ids(
-                [lex.form_id(tag, text) for text, tag in zip(texts, tags)]), out_tag)[:, 0]
+            # (form id, spelling log-prob) per word under its tag, as floats
+            forms = columns.ids(lex, "text", lambda texts, tags: numpy.array(
+                [(lex.form_id(tag, text), lex.spelling_logprob(tag, text))
+                 for text, tag in zip(texts, tags)], dtype="float64").reshape(-1, 2), out_tag)
+            self.gen_form, self.gen_spell = forms[:, 0].astype("int64"), forms[:, 1]
         else:
             self.gen_tag = numpy.zeros(self.n, dtype="int64")
             self.gen_bundle = self.gen_form = numpy.full(self.n, -1, dtype="int64")
+            self.gen_spell = numpy.zeros(self.n)
 
     @classmethod
     def from_records(cls, records: Sequence[TokenRecord], lex: Lexicon,
@@ -158,7 +164,7 @@ class SegmentInputs:
         new.n = end - start
         new.columns, new.rows = self.columns.span(start, end), self.rows[start:end]
         new.gen_tag, new.gen_bundle = self.gen_tag[start:end], self.gen_bundle[start:end]
-        new.gen_form = self.gen_form[start:end]
+        new.gen_form, new.gen_spell = self.gen_form[start:end], self.gen_spell[start:end]
         return new
 
 
@@ -203,3 +209,7 @@ class JointTables:
         tags = numpy.asarray(list(tags), dtype="int64")
         forms = numpy.asarray([self.lex.form_id(int(t), record.text) for t in tags], dtype="int64")
         return tags, forms
+
+    def spellings(self, record: TokenRecord, tags: numpy.ndarray) -> numpy.ndarray:
+        """The log-prob of the word's spelling under each of ``tags`` (:attr:`SegmentInputs.gen_spell`)."""
+        return numpy.array([self.lex.spelling_logprob(int(t), record.text) for t in tags])

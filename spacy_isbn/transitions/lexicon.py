@@ -6,6 +6,11 @@
   per-tag unknown classes (forms: by spelling signature).
 * **inputs** (what the latent state reads): forms, tags, coarse POS, single
   morphological features and labels, with ids for "no node", "unknown" and "root".
+* **the open vocabulary**: a spelling model of the rare words
+  (:mod:`spacy_isbn.lm.spelling`), which spells out an unknown class.
+* **label smoothing**: how often each label was seen on each kind of arc, so
+  that a label seen only on other kinds of arc keeps a small probability
+  (:meth:`Lexicon.label_offsets`).
 
 For joint tagging it also holds each tag's most frequent coarse POS, since the
 model generates one tag attribute and reads the other off the words.
@@ -15,28 +20,15 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 
+from ..lm.spelling import N_SIGNATURES, SpellingModel, signature
 
 NONE, UNK, ROOT = 0, 1, 2
 N_RESERVED = 3
-N_SIGNATURES = 8
 # the keys a lexicon keeps the ids of per kind (:meth:`Lexicon.keyed_ids`) before it
 # forgets them all: bounded memory on an open vocabulary, a reread now and then
 MAX_KEYED_IDS = 1 << 18
 ROOT_LABELS = ("root", "ROOT")
 
-
-def signature(form: str) -> int:
-    """Spelling class of an unknown word: case pattern x digits."""
-    if form.islower():
-        case = 0
-    elif form[:1].isupper() and (len(form) == 1 or form[1:].islower()):
-        case = 1
-    elif form.isupper():
-        case = 2
-    else:
-        case = 3
-    digit = 1 if any(c.isdigit() for c in form) else 0
-    return case * 2 + digit
 
 
 class TokenRecord:
@@ -139,6 +131,11 @@ class Lexicon:
         # (tag, key) -> the POS most often seen with it; key "" = the tag alone,
         # "\x00b" + bundle, or the form
         self.pos_of: List[Tuple[str, str, str]] = []
+        # per kind of arc (left / right / root), how often each label was seen on
+        # it (empty: a lexicon saved before it was kept, which smooths nothing)
+        self.label_counts: List[List[int]] = []
+        # P_spell of the unknown classes (None: a closed vocabulary)
+        self.spelling: Optional[SpellingModel] = None
         self._index()
 
     # -- building -----------------------------------------------------------
@@ -146,8 +143,10 @@ class Lexicon:
         self,
         sentences: Iterable[Sequence[TokenRecord]],
         arcs: Iterable[Tuple[str, int]],
+        spelling: bool = False,
     ) -> "Lexicon":
-        """``arcs``: (label, kind) for every gold arc, kind as in transitions."""
+        """``arcs``: (label, kind) for every gold arc, kind as in transitions;
+        ``spelling``: train the spelling model on the rare words (as written)."""
         tag_c: Counter = Counter()
         pos_c: Counter = Counter()
         form_c: Counter = Counter()
@@ -155,8 +154,10 @@ class Lexicon:
         bundle_c: Counter = Counter()
         pair_c: Counter = Counter()
         pos_c_by: Counter = Counter()
+        text_c: Counter = Counter()
         for sent in sentences:
             for tok in sent:
+                text_c[tok.text] += 1
                 for key in ("", "\x00b" + tok.bundle, tok.form):
                     pos_c_by[(tok.tag, key, tok.pos)] += 1
                 tag_c[tok.tag] += 1
@@ -166,11 +167,15 @@ class Lexicon:
                 pair_c[(tok.tag, tok.form)] += 1
                 for f in tok.feats:
                     feat_c[f] += 1
-        arc_c: Dict[str, set] = {}
+        arc_c: Dict[str, Counter] = {}
         for label, kind in arcs:
-            arc_c.setdefault(label, set()).add(kind)
+            arc_c.setdefault(label, Counter())[kind] += 1
         self.labels = sorted(arc_c)
         self.label_kinds = [[k in arc_c[lab] for lab in self.labels] for k in range(3)]
+        self.label_counts = [[arc_c[lab][k] for lab in self.labels] for k in range(3)]
+        if spelling:
+            self.spelling = SpellingModel.train(
+                {text: c for text, c in text_c.items() if form_c[text.lower()] < self.cutoff})
         self.tags = sorted(tag_c)
         self.bundles, self.bundle_ranges = [], []
         self.forms, self.form_ranges = [], []
@@ -266,6 +271,38 @@ class Lexicon:
             form = self.form_ranges[tag][0] + signature(text)
         return form
 
+    def spelling_logprob(self, tag: int, text: str) -> float:
+        """ln P_spell(text | its class) where ``text`` is generated as an
+        unknown class under output tag ``tag`` (0 where it is a known form,
+        or the vocabulary is closed): the rest of the word's log-prob."""
+        if self.spelling is None or (self.tags[tag], text.lower()) in self.form_ids:
+            return 0.0
+        return self.spelling.logprob(text)
+
+    def label_offsets(self) -> numpy.ndarray:
+        """(3, labels) what a label's log-prob on each kind of arc (left /
+        right / root) adds to the model's softmax over the labels seen on
+        that kind: log(1 - e_k) for those, and for the others log(e_k x the
+        label's share of them by its count on any arc), the escape e_k =
+        T_k / (N_k + T_k) (Witten-Bell: T_k labels seen on N_k arcs of the
+        kind).  So every label the lexicon has keeps a probability on every
+        kind of arc and each kind's labels sum to 1.  Without counts (a
+        lexicon saved before they were kept): 0 and -inf, unsmoothed."""
+        seen = numpy.asarray(self.label_kinds, dtype=bool).reshape(3, -1)
+        if not self.label_counts:
+            return numpy.where(seen, 0.0, -numpy.inf)
+        counts = numpy.asarray(self.label_counts, dtype="float64").reshape(3, -1)
+        total, out = counts.sum(axis=0), numpy.zeros(seen.shape)
+        for k in range(3):
+            n_seen, unseen = seen[k].sum(), ~seen[k]
+            if not unseen.any():
+                continue
+            escape = n_seen / (counts[k].sum() + n_seen) if n_seen else 1.0
+            with numpy.errstate(divide="ignore"):
+                out[k] = numpy.where(seen[k], numpy.log1p(-escape),
+                                     numpy.log(escape * total / total[unseen].sum()))
+        return out
+
     def pos_for(self, tag: str, bundle: str, form: str) -> str:
         """The coarse POS of a word jointly tagged ``tag``/``bundle``."""
         for key in (form, "\x00b" + bundle, ""):
@@ -287,6 +324,8 @@ class Lexicon:
             "form_ranges": [list(r) for r in self.form_ranges],
             "inputs": self.inputs,
             "pos_of": [list(x) for x in self.pos_of],
+            "label_counts": self.label_counts,
+            "spelling": None if self.spelling is None else self.spelling.to_dict(),
         }
 
     @classmethod
@@ -301,5 +340,9 @@ class Lexicon:
         lex.form_ranges = [tuple(r) for r in msg["form_ranges"]]
         lex.inputs = {k: list(v) for k, v in msg["inputs"].items()}
         lex.pos_of = [tuple(x) for x in msg.get("pos_of", [])]
+        # (a lexicon saved before these: no smoothing, a closed vocabulary)
+        lex.label_counts = [list(c) for c in msg.get("label_counts", [])]
+        if msg.get("spelling") is not None:
+            lex.spelling = SpellingModel.from_dict(msg["spelling"])
         lex._index()
         return lex

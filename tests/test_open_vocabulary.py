@@ -14,6 +14,7 @@ from spacy_isbn.lm.spelling import (ClassAutomaton, SpellingModel, category_size
 from spacy_isbn.model.search_step import SearchStep
 from spacy_isbn.transitions.arc_eager import LEFT, RIGHT
 from spacy_isbn.transitions.lexicon import Lexicon
+from spacy_isbn.transitions.projectivity import projectivize
 
 from .test_reranker import reranked_pipeline
 
@@ -156,6 +157,14 @@ def test_a_label_unseen_on_its_kind_of_arc_scores_finitely(pipeline):
     [[_, usual]] = given.score(given.trees_set_on([doc]))
     assert numpy.isfinite(unseen.logprob) and unseen.reason == ""
     assert unseen.logprob < usual.logprob
+    # crossing arcs: "the"'s arc is lifted, its lifted label (amod||obj) never seen in
+    # training: it scores as its own label on the lifted arc
+    crossing = Doc(nlp.vocab, words=["big", "the", "dog", "cats"], tags=["JJ", "DT", "VBZ", "NNS"],
+                   heads=[2, 3, 2, 2], deps=["amod", "det", "root", "obj"])
+    assert projectivize([2, 3, 2, 2], [t.dep_ for t in crossing], False)[1][1] == "det||obj"
+    assert "det||obj" not in reranker.lexicon.label_ids
+    [[lifted]] = given.score(given.trees_set_on([crossing]))
+    assert numpy.isfinite(lifted.logprob) and lifted.reason == ""
     # a label never seen at all stays impossible, and says so
     never = Doc(nlp.vocab, words=words, tags=tags, heads=heads,
                 deps=["nosuchlabel"] + [t.dep_ for t in doc[1:]])

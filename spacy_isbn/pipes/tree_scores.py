@@ -85,11 +85,12 @@ class ForcedDerivations:
         """The model's scores of given trees.  ``items``: a doc and its
         sentences as (start, end, absolute heads, labels); per item, per
         sentence its :class:`SentenceScore`.  A tree the model cannot derive
-        (a label it never saw, or saw on other arcs only; too many roots; a
-        word headed outside its sentence or by whitespace) is -inf with the
-        reason, and breaks the chain.  The tags are the doc's (generative);
-        indices are the doc's tokens, the trees scored on its words
-        (:class:`DocWords`), a sentence with none scoring 0.
+        (a label it never saw, nor, if lifted, its own label; unsmoothed, a
+        label seen on other arcs only; too many roots; a word headed outside
+        its sentence or by whitespace) is -inf with the reason, and breaks
+        the chain.  The tags are the doc's (generative); indices are the
+        doc's tokens, the trees scored on its words (:class:`DocWords`), a
+        sentence with none scoring 0.
 
         ``contexts`` (generative): per item the means its first sentence goes
         on from (the end of the sentence before it, scored before; zeros: the
@@ -242,7 +243,8 @@ class ForcedDerivations:
         oracle = self.pipe._oracle_tree(local, model_labels(local, labels, root_label))
         if oracle is None:
             return None, "more than one root (the model allows one: multiroot = false)"
-        ids = [label_ids.get(x, -1) for x in oracle[1]]
+        # a lifted label never seen (dep||head_dep) scores as its own label on the lifted arc
+        ids = [label_ids.get(x, label_ids.get(x.split("||")[0], -1)) for x in oracle[1]]
         if min(ids) < 0:
             unseen = sorted({x for x, i in zip(oracle[1], ids) if i < 0})
             return None, f"label never seen in training: {', '.join(unseen)}"

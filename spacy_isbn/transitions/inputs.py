@@ -211,5 +211,6 @@ class JointTables:
         return tags, forms
 
     def spellings(self, record: TokenRecord, tags: numpy.ndarray) -> numpy.ndarray:
-        """The log-prob of the word's spelling under each of ``tags`` (:attr:`SegmentInputs.gen_spell`)."""
+        """The log-prob of the word's spelling under each of ``tags``
+        (:attr:`SegmentInputs.gen_spell`)."""
         return numpy.array([self.lex.spelling_logprob(int(t), record.text) for t in tags])

@@ -235,6 +235,13 @@ class Words:
                           g_forms.reshape(-1), numpy.full(g_tags.size, -1), g_spells.reshape(-1)))
         return tuple(numpy.concatenate(cols) for cols in zip(*parts))
 
+    def best_spelling(self, toks) -> numpy.ndarray:
+        """Per token the highest log-prob of its spelling under the tags it
+        may have (:meth:`candidates`): what bounds its generation's log-prob."""
+        if self.joint is None:
+            return self.spell[toks]
+        return numpy.array([self._joint_candidates(tok)[2].max() for tok in toks.tolist()])
+
     def _joint_candidates(self, tok: int):
         if tok not in self._joint_cache:
             record = self.records[tok]

@@ -164,9 +164,12 @@ class BeamSearch:
         # tag already fall below the beam's threshold generate nothing that enters
         floor, word_lp = req["floor"], act_lp[:, word]
         cont_rows = numpy.nonzero(req["next_tok"] >= 0)[0]
-        best_tag = (tag_lp[cont_rows, words.tag[req["next_tok"][cont_rows]]] if words.joint is None
+        next_toks = req["next_tok"][cont_rows]
+        best_tag = (tag_lp[cont_rows, words.tag[next_toks]] if words.joint is None
                     else tag_lp[cont_rows, : self.end_tag].max(axis=1))
-        cont_rows = cont_rows[word_lp[cont_rows] + best_tag > floor[cont_rows]]
+        # (and an unknown word's spelling, the same under every tag it may have)
+        bound = word_lp[cont_rows] + best_tag + words.best_spelling(next_toks)
+        cont_rows = cont_rows[bound > floor[cont_rows]]
         word_prior = {"action": numpy.full(N, word), "action_mask": masks}
         out["cont"] = self._generate(eta, a_word, tag_lp, cont_rows, req["next_tok"][cont_rows],
                                      words, word_prior, end_legal,

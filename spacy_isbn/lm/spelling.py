@@ -30,7 +30,7 @@ N_CATEGORIES = 8
 END = -1  # the end-of-word symbol; class c's start symbol is -2 - c
 N_CODE_POINTS = 0x110000
 MAX_CACHED = 1 << 18  # word log-probs kept before the cache starts afresh
-DEFAULT_ORDER = 4
+DEFAULT_ORDER = 6  # chosen on EWT dev: docs/generative.md
 
 
 def signature(form: str) -> int:

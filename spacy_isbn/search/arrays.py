@@ -210,7 +210,7 @@ class Words:
         self.spell = numpy.concatenate([numpy.asarray(w.gen_spell, "float64") for w in segments])
         # the strings joint tagging reads (Python per token: not built without it)
         self.records = [r for w in segments for r in w.records] if joint is not None else []
-        self._joint_cache: Dict[int, Tuple[numpy.ndarray, numpy.ndarray]] = {}
+        self._joint_cache: Dict[int, Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]] = {}
 
     def candidates(self, pos, toks, tag_lp, top_k: int):
         """(position, tag, form, bundle, spelling log-prob) of the ways to

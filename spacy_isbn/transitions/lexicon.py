@@ -30,7 +30,6 @@ MAX_KEYED_IDS = 1 << 18
 ROOT_LABELS = ("root", "ROOT")
 
 
-
 class TokenRecord:
     """The attributes of one word the model sees (strings, before lookup):
     ``text`` as written, ``form`` lowercased."""

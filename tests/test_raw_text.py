@@ -165,10 +165,13 @@ def test_generation_distributions_are_proper(pipeline):
 
 
 def _forward_logprob(parser, doc, sentences, joint):
-    """log P(trees, words) of one of the search's analyses under the training forward."""
+    """log P(trees, words) of one of the search's analyses under the training
+    forward, with what training leaves out, constants of the weights: the
+    unknown words' spellings and the labels' smoothing (test_open_vocabulary)."""
     lex, moves = parser.lexicon, parser.moves
     columns = parser._columns(doc)
-    derivs = []
+    derivs, constants = [], 0.0
+    offsets = lex.label_offsets()
     for sent in sentences:
         inputs = SegmentInputs(columns.span(sent.start, sent.start + len(sent.heads)), lex)
         if joint:
@@ -181,9 +184,13 @@ def _forward_logprob(parser, doc, sentences, joint):
             inputs.gen_form = [lex.form_id(t, r.text) for t, r in zip(sent.tags, inputs.records)]
         derivs.append(moves.derivation(inputs, ([0] + list(sent.heads), [0] + list(sent.labels)),
                                        lex.end_tag, parser.cfg["multiroot"]))
+        labelled = derivs[-1].label >= 0
+        constants += offsets[derivs[-1].label_kind[labelled], derivs[-1].label[labelled]].sum()
+        constants += sum(lex.spelling_logprob(int(t), r.text)
+                         for t, r in zip(inputs.gen_tag, inputs.records))
     batch = DerivationBatch.from_derivations([chain_derivations(derivs, moves.spec.sentence_link)])
     ll, _ = parser.model.begin_update(batch)
-    return float(ll[0])
+    return float(ll[0]) + constants
 
 
 @pytest.mark.parametrize("approximation", ["feedforward", "meanfield"])

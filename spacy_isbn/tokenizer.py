@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-import zlib
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 import numpy
 import srsly
@@ -217,11 +216,12 @@ class CharTokenizer:
     features."""
 
     def __init__(self, vocab, rules: Callable[[str], Doc], *, n_buckets: int = 2 ** 20,
-                 epochs: int = 6, learn_rate: float = 0.2, seed: int = 0):
+                 epochs: int = 6, learn_rate: float = 0.2, seed: int = 0,
+                 paragraph_breaks: bool = True):
         self.vocab = vocab
         self.rules = rules
         self.cfg = {"n_buckets": n_buckets, "epochs": epochs, "learn_rate": learn_rate,
-                    "seed": seed}
+                    "seed": seed, "paragraph_breaks": paragraph_breaks}
         self.weights: Optional[numpy.ndarray] = None
 
     def __call__(self, text: str) -> Doc:
@@ -249,7 +249,8 @@ class CharTokenizer:
              ends: numpy.ndarray) -> Doc:
         """The Doc of the words the labels mark: whitespace as spaCy keeps it
         (one space after a token, other whitespace its own token), so
-        ``doc.text == text``."""
+        ``doc.text == text``; with ``paragraph_breaks``, a word after a blank
+        line starts a sentence (the parsers keep preset sentence starts)."""
         word_starts = numpy.flatnonzero(labels > INSIDE)
         chunk_end = numpy.zeros(len(text), dtype=numpy.int64)
         chunk_end[starts] = ends
@@ -257,10 +258,13 @@ class CharTokenizer:
         word_ends = numpy.minimum(numpy.append(word_starts[1:], len(text)), chunk_end[word_starts])
         words: List[str] = []
         spaces: List[bool] = []
+        sent_starts: List[Optional[bool]] = []
         multiword: List[List[int]] = []
+        breaks = self.cfg["paragraph_breaks"]
         if len(starts) and starts[0] > 0 or not len(starts) and text:
             words.append(text[:starts[0]] if len(starts) else text)
             spaces.append(False)
+            sent_starts.append(None)
         next_starts = numpy.append(word_starts[1:], len(text)).tolist()
         for a, b, following, label in zip(word_starts.tolist(), word_ends.tolist(), next_starts,
                                           labels[word_starts].tolist()):
@@ -269,13 +273,18 @@ class CharTokenizer:
                     multiword[-1][1] = len(words)
                 else:
                     multiword.append([len(words) - 1, len(words)])
+            after = words[-1] if words else ""
+            paragraph = breaks and after.isspace() and after.count("\n") >= 2
             words.append(text[a:b])
+            sent_starts.append(True if paragraph and label == TOKEN_START else None)
             gap = text[b:following]
             spaces.append(gap[:1] == " ")
             if gap and gap != " ":
                 words.append(gap[1:] if gap[0] == " " else gap)
                 spaces.append(False)
-        doc = Doc(self.vocab, words=words, spaces=spaces)
+                sent_starts.append(None)
+        doc = Doc(self.vocab, words=words, spaces=spaces,
+                  sent_starts=sent_starts if any(sent_starts) else None)
         if multiword:
             doc.user_data[MULTIWORD_KEY] = multiword
         return doc
@@ -351,7 +360,8 @@ def fit_softmax(features: numpy.ndarray, labels: numpy.ndarray, n_buckets: int, 
             probs /= probs.sum(axis=1, keepdims=True)
             probs[numpy.arange(len(batch)), labels[batch]] -= 1.0
             rows, inverse = numpy.unique(feats.ravel(), return_inverse=True)
-            grads = numpy.stack([numpy.bincount(inverse, weights=numpy.repeat(probs[:, k], n_templates),
+            grads = numpy.stack([numpy.bincount(inverse,
+                                                weights=numpy.repeat(probs[:, k], n_templates),
                                                 minlength=len(rows)) for k in range(N_LABELS)],
                                 axis=1).astype(numpy.float32)
             squares[rows] += grads ** 2
@@ -365,10 +375,11 @@ def fit_softmax(features: numpy.ndarray, labels: numpy.ndarray, n_buckets: int, 
 
 @util.registry.tokenizers("spacy_isbn.CharTokenizer.v1")
 def create_char_tokenizer(n_buckets: int = 2 ** 20, epochs: int = 6, learn_rate: float = 0.2,
-                          seed: int = 0) -> Callable:
-    """The treebank-fitted tokenizer (fitted when the pipeline is initialized)."""
+                          seed: int = 0, paragraph_breaks: bool = True) -> Callable:
+    """The treebank-fitted tokenizer (fitted when the pipeline is initialized);
+    ``paragraph_breaks``: a blank line starts a sentence."""
     def make(nlp) -> CharTokenizer:
         rules = util.registry.tokenizers.get("spacy.Tokenizer.v1")()(nlp)
         return CharTokenizer(nlp.vocab, rules, n_buckets=n_buckets, epochs=epochs,
-                             learn_rate=learn_rate, seed=seed)
+                             learn_rate=learn_rate, seed=seed, paragraph_breaks=paragraph_breaks)
     return make

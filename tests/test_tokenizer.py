@@ -128,3 +128,13 @@ def test_conll18_refuses_different_text():
     system = _conllu(_row(1, "cut", 0, "root"))
     with pytest.raises(ValueError, match="differs from the gold text"):
         score(gold, system)
+
+
+def test_a_blank_line_starts_a_sentence(nlp):
+    doc = nlp("They don't know\n\nI don't like e-mail.")
+    assert [t.text for t in doc[1:] if t.is_sent_start] == ["I"], "the word after the blank line"
+    nlp.tokenizer.cfg["paragraph_breaks"] = False
+    try:
+        assert not any(t.is_sent_start for t in nlp("They don't know\n\nI don't.")[1:])
+    finally:
+        nlp.tokenizer.cfg["paragraph_breaks"] = True

@@ -258,7 +258,8 @@ def _add_means(rows: Dict[str, dict]) -> None:
     for entry in rows.values():
         seeds = entry["seeds"]
         entry["mean"] = {key: sum(s[key] for s in seeds) / len(seeds)
-                         for key in SCORES + ("words_per_s",) if all(s[key] is not None for s in seeds)}
+                         for key in SCORES + ("words_per_s",)
+                         if all(s[key] is not None for s in seeds)}
     reference = next((rows[n]["mean"]["words_per_s"] for n in (SPACY_DEFAULT, SPACY_OURS)
                       if n in rows), None)
     for entry in rows.values():

@@ -19,7 +19,7 @@ over arcs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
 import numpy
 from spacy.strings import hash_string
@@ -164,7 +164,8 @@ def batch_features(lists: Sequence[KBestList], n_buckets: int) -> BatchFeatures:
         (numpy.arange(len(row_cand)), _mix(head_tag, dep_tag, direction, length)),
         (numpy.arange(len(row_cand)), _mix(labels, head_form, dep_tag)),
         (sibling_rows, _mix(labels[sibling_rows], labels[sibling_prev], head_tag[sibling_rows])),
-        (numpy.arange(len(row_cand)), _mix(dep_tag, numpy.minimum(left, 3), numpy.minimum(right, 3))),
+        (numpy.arange(len(row_cand)),
+         _mix(dep_tag, numpy.minimum(left, 3), numpy.minimum(right, 3))),
         (numpy.flatnonzero(root), _mix(labels[root], dep_tag[root])),
         (numpy.arange(len(row_cand)), _mix(labels, agreement_bucket)),
         (numpy.arange(len(row_cand)), _mix(labels, dep_tag, agreement_bucket)),

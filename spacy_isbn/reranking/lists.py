@@ -25,11 +25,13 @@ from .maxent import MaxEntReranker
 def reranker_name(nlp) -> str:
     names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
     if not names:
-        raise ValueError(f"the pipeline has no isbn_reranker (components: {', '.join(nlp.pipe_names)})")
+        raise ValueError("the pipeline has no isbn_reranker "
+                         f"(components: {', '.join(nlp.pipe_names)})")
     return names[0]
 
 
-def collect(nlp, refs: Sequence, batch_size: int = 64) -> Tuple[List[KBestList], List[numpy.ndarray], int]:
+def collect(nlp, refs: Sequence, batch_size: int = 64
+            ) -> Tuple[List[KBestList], List[numpy.ndarray], int]:
     """Each sentence's k-best list of the pipeline on the gold docs' words,
     each candidate's correct arcs, and the arcs LAS scores."""
     name = reranker_name(nlp)
@@ -87,7 +89,8 @@ def fit_and_report(train: Tuple, choose: Tuple, held_out: Tuple, l2_grid: Sequen
     the log-linear reranker (``weight`` of log P_gen), the fitted one, the
     oracle, and the share of the oracle gap each closes."""
     prepared = {}
-    for key, (lists, correct, n_arcs) in (("train", train), ("choose", choose), ("held_out", held_out)):
+    for key, (lists, correct, n_arcs) in (("train", train), ("choose", choose),
+                                          ("held_out", held_out)):
         prepared[key] = (batch_features(lists, n_buckets), numpy.concatenate(correct), n_arcs)
     features, correct, _ = prepared["train"]
     best, chosen_l2, tried = None, None, {}
@@ -105,7 +108,8 @@ def fit_and_report(train: Tuple, choose: Tuple, held_out: Tuple, l2_grid: Sequen
     rows = {"conditional": las_of_choices(conditional, features.offsets, correct, n_arcs),
             "log-linear": las_of_choices(conditional + weight * generative, features.offsets,
                                          correct, n_arcs),
-            "discriminative": las_of_choices(best.scores(features), features.offsets, correct, n_arcs)}
+            "discriminative": las_of_choices(best.scores(features), features.offsets, correct,
+                                             n_arcs)}
     oracle = las_of_choices(correct.astype(float), features.offsets, correct, n_arcs)
     base = rows["conditional"]
     report = {"held_out_las": rows, "oracle_las": oracle,

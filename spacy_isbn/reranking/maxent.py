@@ -38,8 +38,8 @@ class MaxEntReranker:
     def scores(self, features: BatchFeatures) -> numpy.ndarray:
         """Every candidate's score."""
         out = features.dense @ self.dense
-        out += numpy.bincount(features.sparse_candidate, weights=self.sparse[features.sparse_bucket],
-                              minlength=len(out))
+        out += numpy.bincount(features.sparse_candidate,
+                              weights=self.sparse[features.sparse_bucket], minlength=len(out))
         return out
 
     def probabilities(self, features: BatchFeatures) -> numpy.ndarray:
@@ -55,8 +55,11 @@ class MaxEntReranker:
         arcs); returns the mean log loss of the useful lists per iteration."""
         offsets = features.offsets
         best = correct == _segments(correct, offsets, numpy.maximum)
-        useful = _segments(correct, offsets, numpy.minimum) < _segments(correct, offsets, numpy.maximum)
-        n_useful = max(1, int(numpy.add.reduceat(useful, offsets[:-1][numpy.diff(offsets) > 0]).astype(bool).sum()))
+        useful = (_segments(correct, offsets, numpy.minimum)
+                  < _segments(correct, offsets, numpy.maximum))
+        first = numpy.zeros(len(correct), dtype=bool)  # each list's first candidate
+        first[offsets[:-1][numpy.diff(offsets) > 0]] = True
+        n_useful = max(1, int((first & useful).sum()))
         squares_dense = numpy.full_like(self.dense, 1e-8)
         squares_sparse = numpy.full_like(self.sparse, 1e-8)
         losses = []
@@ -64,11 +67,11 @@ class MaxEntReranker:
             probs = self.probabilities(features)
             mass = _segments(probs * best, offsets, numpy.add)
             delta = numpy.where(useful, probs - probs * best / numpy.maximum(mass, 1e-300), 0.0)
-            first = numpy.zeros(len(probs), dtype=bool)
-            first[offsets[:-1][numpy.diff(offsets) > 0]] = True
-            losses.append(float(-numpy.log(numpy.maximum(mass[first & useful], 1e-300)).sum()) / n_useful)
+            losses.append(float(-numpy.log(numpy.maximum(mass[first & useful], 1e-300)).sum())
+                          / n_useful)
             grad_dense = features.dense.T @ delta + l2 * self.dense
-            grad_sparse = numpy.bincount(features.sparse_bucket, weights=delta[features.sparse_candidate],
+            grad_sparse = numpy.bincount(features.sparse_bucket,
+                                         weights=delta[features.sparse_candidate],
                                          minlength=self.n_buckets) + l2 * self.sparse
             squares_dense += grad_dense ** 2
             squares_sparse += grad_sparse ** 2

@@ -43,7 +43,8 @@ def test_a_planted_error_is_ranked_first(pipeline):
     assert (top["index"], top["id"], top["form"]) == (1, 4, "the")
     assert (top["suggested_head"], top["suggested_deprel"]) == (5, "det")
     assert top["score"] > 0 and ranked[0]["sent_id"] == "2"
-    assert sorted(a["score"] for a in arcs) == [a["score"] for a in reversed(arcs)]
+    scored = [a["score"] for a in arcs if not numpy.isnan(a["score"])]  # no score (NaN): last
+    assert scored == sorted(scored, reverse=True) and len(scored) > 15
 
 
 def test_a_planted_label_is_ranked_first(pipeline):
@@ -62,6 +63,25 @@ def test_treebank_scores_add_up_and_say_why_not(pipeline):
         assert s["reason"] == "" and s["logprob"] < 0
         assert sum(a["logprob"] for a in s["arcs"]) == pytest.approx(s["logprob"], abs=1e-4)
     assert scores[4]["logprob"] == -numpy.inf and "nosuchlabel" in scores[4]["reason"]
+    # no arc of it reads as probability 1: the unseen arc -inf, the others unknown
+    assert [a["logprob"] for a in scores[4]["arcs"]] == [-numpy.inf, None, None]
+
+
+@pytest.mark.parametrize("where, label", [(0, "nosuchlabel"), (3, "punct:lifted||x"), (0, "obj")])
+def test_an_underivable_annotated_tree_is_the_most_suspicious(pipeline, where, label):
+    """A label never seen (or a lifted one, or one seen on right arcs only,
+    here on a left arc): the sentence and that arc rank first at +inf, no
+    arc of the sentence gets a finite score."""
+    sents = treebank()
+    sents[3].deprels[where] = label  # the old man sleeps .
+    arcs, ranked = find_errors(pipeline, sents)
+    assert (ranked[0]["sent_id"], ranked[0]["score"]) == ("4", numpy.inf) and ranked[0]["reason"]
+    assert all(numpy.isfinite(s["score"]) and s["reason"] == "" for s in ranked[1:])
+    assert (arcs[0]["index"], arcs[0]["id"], arcs[0]["score"]) == (3, where + 1, numpy.inf)
+    assert not any(numpy.isfinite(a["score"]) for a in arcs if a["index"] == 3)
+    scored = [a["score"] for a in arcs if not numpy.isnan(a["score"])]
+    assert scored == sorted(scored, reverse=True)
+    assert all(numpy.isnan(a["score"]) for a in arcs[len(scored):])  # no score: last
 
 
 def test_ud_files_meet_a_pipeline_whose_root_is_spacys_ROOT():
@@ -148,3 +168,30 @@ def test_commands_on_a_tiny_treebank(pipeline, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["error-finder-eval", model, conllu, tmp_path / "e.json", "--rate", "2"])
     assert "--rate 2.0: must be between 0 and 1" in exc.value.code
+
+
+def test_commands_write_no_probability_for_arcs_that_cannot_be_derived(pipeline, tmp_path, capsys):
+    """score-trees: the unseen arc -inf, the others of its sentence empty,
+    each with the reason, never 0.0000 (probability 1); find-errors: that
+    arc and sentence inf; its --help names the sentences file it writes."""
+    model = tmp_path / "model"
+    pipeline.to_disk(model)
+    sents = treebank()
+    sents[4].deprels[0] = "nosuchlabel"  # cats sleep .
+    conllu = tmp_path / "tiny.conllu"
+    _write_conllu(conllu, sents)
+    main(["score-trees", model, conllu, tmp_path / "scores.tsv"])
+    rows = [r.split("\t") for r in (tmp_path / "scores.tsv").read_text().splitlines()[1:]]
+    assert [(r[0], r[5], r[6]) for r in rows[-3:]] == [("s5", "-inf", "-inf"), ("s5", "", "-inf"),
+                                                       ("s5", "", "-inf")]
+    assert all("nosuchlabel" in r[7] for r in rows[-3:]) and all(r[5] != "0.0000" for r in rows)
+    main(["find-errors", model, conllu, tmp_path / "errors.tsv"])
+    arcs = [r.split("\t") for r in (tmp_path / "errors.tsv").read_text().splitlines()[1:]]
+    assert arcs[0][:5] == ["s5", "1", "cats", "2", "nosuchlabel"] and arcs[0][7] == "inf"
+    assert [a[7] for a in arcs if a[0] == "s5"][1:] in (["", ""], ["-inf", ""], ["", "-inf"],
+                                                        ["-inf", "-inf"])
+    sentences = (tmp_path / "errors.sentences.tsv").read_text().splitlines()
+    assert sentences[1].startswith("s5\tinf\t") and "nosuchlabel" in sentences[1]
+    capsys.readouterr()
+    main(["find-errors", "--help"])
+    assert "errors.sentences.tsv" in capsys.readouterr().out.replace("\n", "")

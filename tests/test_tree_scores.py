@@ -117,7 +117,7 @@ def test_a_wrong_arc_costs_its_own_token_most(pipeline):
     good = nlp("a cat sees the dog .")
     bad = Doc(nlp.vocab, words=[t.text for t in good], tags=[t.tag_ for t in good],
               heads=[t.head.i for t in good], deps=[t.dep_ for t in good])
-    bad[3].head = bad[2]  # "the" from "sees", still a projective tree
+    bad[3].dep_ = "amod"  # "the" an adjective of "dog" (a label seen on left arcs: derivable)
     good_parts = [t._.isbn_arc_logprob for t in reranker.score_trees([good])[0]]
     bad_parts = [t._.isbn_arc_logprob for t in reranker.score_trees([bad])[0]]
     loss = numpy.array(good_parts) - numpy.array(bad_parts)
@@ -136,16 +136,28 @@ def test_underivable_trees_score_minus_infinity_with_a_reason(pipeline):
     [[first, second]] = given.score(given.trees_set_on([unseen]))
     assert first.logprob == -numpy.inf and "nosuchlabel" in first.reason
     assert numpy.isfinite(second.logprob) and second.reason == ""
+    # the arc that cannot be derived -inf, the others' parts unknown: never 0 (probability 1)
+    assert first.parts[0] == -numpy.inf and numpy.isnan(first.parts[1:]).all()
+    [scored] = reranker.score_trees([unseen])
+    assert [t._.isbn_arc_logprob for t in scored[:4]] == [-numpy.inf, None, None, None]
+    assert all(numpy.isfinite(t._.isbn_arc_logprob) for t in scored[4:])
     wrong_kind = Doc(nlp.vocab, words=words, tags=tags, heads=heads,
                      deps=["obj"] + [t.dep_ for t in doc[1:]])  # obj: only ever a right arc
     [[score, _]] = given.score(given.trees_set_on([wrong_kind]))
     # smoothed (test_open_vocabulary): unlikely, not impossible
     assert numpy.isfinite(score.logprob) and score.reason == ""
+    # the conditional model keeps each kind's labels: probability 0 at that arc, the rest unknown
+    given = nlp.get_pipe("isbn_parser").forced_derivations
+    [[score, _]] = given.score(given.trees_set_on([wrong_kind]))
+    assert score.logprob == -numpy.inf and "'obj'" in score.reason and "token 0" in score.reason
+    assert score.parts[0] == -numpy.inf and numpy.isnan(score.parts[1:4]).all()
+    given = reranker.forced_derivations
     # "dog" hangs from "sleep": one span, two roots
     two_roots = Doc(nlp.vocab, words=words, tags=tags, heads=[1, 5, 2, 2, 5, 5, 5],
                     deps=["det", "nsubj", "root", "punct", "nsubj", "root", "punct"])
     [[joined]] = given.score(given.trees_set_on([two_roots]))
     assert joined.logprob == -numpy.inf and "more than one root" in joined.reason
+    assert numpy.isneginf(joined.parts[[2, 5]]).all() and numpy.isnan(joined.parts[[0, 1, 3, 4, 6]]).all()
 
 
 def test_the_old_names_warn_and_score_as_before(pipeline):
@@ -190,7 +202,7 @@ def _random_trees(doc, rng, n):
 
 
 def _same(scores, expected):
-    return all(a.logprob == b.logprob and (a.parts == b.parts).all()
+    return all(a.logprob == b.logprob and numpy.array_equal(a.parts, b.parts, equal_nan=True)
                and a.structure == b.structure and a.reason == b.reason
                for x, y in zip(scores, expected, strict=True) for a, b in zip(x, y, strict=True))
 

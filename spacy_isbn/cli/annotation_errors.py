@@ -23,15 +23,23 @@ def _sentences(path: Path) -> list:
     return sentences
 
 
-def _finite(value: float) -> Optional[float]:
-    return value if math.isfinite(value) else None
+def _finite(value: Optional[float]) -> Optional[float]:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _cell(value) -> str:
+    """A TSV cell: a float to 4 places (-inf, inf as such), none or NaN (no
+    score) empty."""
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return ""
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def _write_rows(path: Path, header, rows) -> None:
     with atomic_open(path, "w") as f:
         f.write("\t".join(header) + "\n")
         for row in rows:
-            f.write("\t".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row) + "\n")
+            f.write("\t".join(map(_cell, row)) + "\n")
 
 
 @app.command("score-trees")
@@ -72,8 +80,8 @@ def find_errors_cli(
     model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker",
                       **IN_DIR),
     treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees", **IN_FILE),
-    output: Path = Arg(..., help="arcs ranked, .tsv; the sentences go to OUTPUT.sentences.tsv",
-                       dir_okay=False),
+    output: Path = Arg(..., help="arcs ranked, .tsv; the sentences go beside it, errors.tsv's to "
+                       "errors.sentences.tsv", dir_okay=False),
     tags: Tags = Opt("pipeline", "--tags", help=TAGS_HELP),
 ):
     """Rank a treebank's arcs (and sentences) by how strongly the model prefers another head or label."""

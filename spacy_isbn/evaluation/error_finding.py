@@ -102,7 +102,8 @@ def score_treebank(nlp: Language, sentences: Sequence[ConllSentence], tags: str 
         [[score]] = given.score(given.trees_set_on([doc]))
         out.append({"sent_id": sentence_id(sent, number), "logprob": score.logprob,
                     "reason": score.reason,
-                    "arcs": [{"id": i + 1, "form": w, "head": h, "deprel": lab, "logprob": float(p)}
+                    "arcs": [{"id": i + 1, "form": w, "head": h, "deprel": lab,
+                              "logprob": None if numpy.isnan(p) else float(p)}
                              for i, (w, h, lab, p) in enumerate(zip(sent.words, sent.heads,
                                                                     sent.deprels, score.parts))]})
     return out
@@ -119,10 +120,12 @@ def _pipes(nlp: Language, where):
 
 
 def sentence_candidates(parser, reranker, doc: Doc
-                        ) -> Tuple[List[Tuple[tuple, tuple]], numpy.ndarray, numpy.ndarray]:
+                        ) -> Tuple[List[Tuple[tuple, tuple]], numpy.ndarray, numpy.ndarray, str]:
     """The annotated tree (first) and the parser's k best, each once, as
-    (heads, labels), their combined log-probs (-inf: underivable) and the
-    per-word parts of those (candidates x words)."""
+    (heads, labels), their combined log-probs (-inf: underivable), the
+    per-word parts of those (candidates x words; an underivable tree's are
+    -inf on the words that make it so, NaN on the others) and why the
+    annotated tree is underivable ("" if it is not)."""
     annotated = (tuple(t.head.i for t in doc), tuple(t.dep_ for t in doc))
     trees = [annotated]
     for _, _, analyses in doc._.isbn_kbest or ():
@@ -131,30 +134,51 @@ def sentence_candidates(parser, reranker, doc: Doc
             if tree not in trees:
                 trees.append(tree)
     items = [(doc, [(0, len(doc), list(h), list(lab))]) for h, lab in trees]
-    cond = numpy.array([s[0].parts for s in parser.forced_derivations.score(items)])
-    gen = numpy.array([s[0].parts for s in reranker.forced_derivations.score(items)])
+    cond = [s for s, in parser.forced_derivations.score(items)]
     weight = reranker.cfg["rerank_weight"]
-    parts = cond + weight * gen if weight else cond
-    return trees, parts.sum(axis=1), parts
+    # weight 0: the conditional parser alone (0 * -inf would be NaN)
+    gen = [s for s, in reranker.forced_derivations.score(items)] if weight else []
+    combined = numpy.array([c.logprob for c in cond])
+    parts = numpy.array([c.parts for c in cond])
+    reason = cond[0].reason
+    if weight:
+        combined = combined + weight * numpy.array([g.logprob for g in gen])
+        gen_parts = numpy.array([g.parts for g in gen])
+        cannot = (parts == -numpy.inf) | (gen_parts == -numpy.inf)
+        parts = numpy.where(cannot, -numpy.inf, parts + weight * gen_parts)
+        reason = reason or gen[0].reason
+    return trees, combined, parts, reason
 
 
 def arc_scores(trees: List[Tuple[tuple, tuple]], combined: numpy.ndarray, parts: numpy.ndarray
                ) -> List[Tuple[float, int, str]]:
     """Per word of the annotated tree (``trees[0]``): how much more of the
     combined score the word takes in the best candidate that attaches it
-    otherwise, and that candidate's head and label (-inf, -1, "": none)."""
+    otherwise, and that candidate's head and label (-1, "": none).  +inf
+    where the annotated arc cannot be derived; -inf where no candidate
+    attaches the word otherwise; NaN (no score) where the annotated tree
+    cannot be derived because of other arcs."""
     finite = numpy.isfinite(combined)
     heads = numpy.array([t[0] for t in trees])
     labels = numpy.array([t[1] for t in trees], dtype=object)
     out = []
     for i in range(len(trees[0][0])):
         other = numpy.flatnonzero(finite & ((heads[:, i] != heads[0, i]) | (labels[:, i] != labels[0, i])))
-        if not len(other):
-            out.append((-numpy.inf, -1, ""))
-            continue
-        best = int(other[numpy.argmax(combined[other])])
-        out.append((float(parts[best, i] - parts[0, i]), int(heads[best, i]), str(labels[best, i])))
+        best = int(other[numpy.argmax(combined[other])]) if len(other) else -1
+        suggestion = (int(heads[best, i]), str(labels[best, i])) if len(other) else (-1, "")
+        if parts[0, i] == -numpy.inf:
+            out.append((numpy.inf, *suggestion))
+        elif not len(other):
+            out.append((-numpy.inf, *suggestion))
+        else:
+            out.append((float(parts[best, i] - parts[0, i]), *suggestion))
     return out
+
+
+def _rank(rows: List[dict]) -> None:
+    """Highest score first, those without one (NaN) last."""
+    rows.sort(key=lambda r: (bool(numpy.isnan(r["score"])), 0.0 if numpy.isnan(r["score"])
+                             else -r["score"]))
 
 
 def find_errors(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "pipeline",
@@ -171,20 +195,17 @@ def find_errors(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "
         batch = docs[start: start + batch_size]
         # the k best for the same words and sentence, the annotated trees kept aside
         trees = [(numpy.array([t.head.i for t in d]), [t.dep_ for t in d]) for d in batch]
-        given = reranker.forced_derivations
-        reasons = [s[0].reason for s in given.score(given.trees_set_on(batch))]
         parser.set_annotations(batch, parser.predict(batch))
         for doc, (heads, labels) in zip(batch, trees):
             write_trees(doc, heads, labels)
         for k, doc in enumerate(batch):
             sent = sentences[start + k]
             sid = sentence_id(sent, start + k + 1)
-            cands, combined, parts = sentence_candidates(parser, reranker, doc)
-            best = numpy.max(combined) if len(combined) else -numpy.inf
-            sents.append({"sent_id": sid, "score": float(best - combined[0]) if numpy.isfinite(best)
-                          else 0.0, "candidates": len(cands),
-                          "reason": reasons[k] or ("" if numpy.isfinite(combined[0]) else
-                                                   "the conditional model cannot derive it")})
+            cands, combined, parts, reason = sentence_candidates(parser, reranker, doc)
+            # an underivable annotated tree: every candidate is infinitely better
+            score = numpy.inf if combined[0] == -numpy.inf else float(numpy.max(combined) - combined[0])
+            sents.append({"sent_id": sid, "score": score, "candidates": len(cands),
+                          "reason": reason})
             for i, (score, head, label) in enumerate(arc_scores(cands, combined, parts)):
                 arcs.append({"sent_id": sid, "index": start + k, "id": i + 1, "form": sent.words[i],
                              "head": sent.heads[i], "deprel": sent.deprels[i],
@@ -192,8 +213,8 @@ def find_errors(nlp: Language, sentences: Sequence[ConllSentence], tags: str = "
                              # a root arc as the file spells it
                              "suggested_deprel": file_root(sent) if head == i else label,
                              "score": score})
-    arcs.sort(key=lambda a: -a["score"])
-    sents.sort(key=lambda s: -s["score"])
+    _rank(arcs)
+    _rank(sents)
     return arcs, sents
 
 

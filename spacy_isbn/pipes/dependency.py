@@ -265,14 +265,17 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
 
     @staticmethod
     def write_sentence_scores(items, scores) -> None:
-        """Write per item (a doc and its trees) its sentences' scores."""
+        """Write per item (a doc and its trees) its sentences' scores (a
+        token's part None where it is unknown: its tree cannot be derived
+        because of other arcs)."""
         for (doc, sents), doc_scores in zip(items, scores):
             doc._.isbn_logprob = float(sum(s.logprob for s in doc_scores))
             doc._.isbn_sentences = [[start, end, s.logprob]
                                     for (start, end, _, _), s in zip(sents, doc_scores)]
             parts = numpy.full(len(doc), None, dtype=object)
             for (start, end, _, _), s in zip(sents, doc_scores):
-                parts[start: start + len(s.parts)] = numpy.asarray(s.parts, dtype="float64").tolist()
+                parts[start: start + len(s.parts)] = [None if numpy.isnan(p) else p for p in
+                                                      numpy.asarray(s.parts, dtype="float64").tolist()]
             doc._.isbn_arc_logprobs = parts.tolist()
 
     def _scores_set_on(self, docs: List[Doc]) -> List[List[Tuple[int, int, SentenceScore]]]:

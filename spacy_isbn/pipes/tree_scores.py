@@ -40,7 +40,9 @@ class SentenceScore(NamedTuple):
     """One sentence's tree: its log-prob, the part of it each of its tokens
     takes (whitespace tokens: 0), why it is -inf ("" if it is not), and the
     part of the log-prob that is the decisions about the tree (actions and
-    labels; the rest generates the words)."""
+    labels; the rest generates the words).  A tree the model cannot derive
+    has -inf parts on the words that make it so and NaN on the others (its
+    derivation is never scored, so their parts are unknown, not 0)."""
     logprob: float
     parts: numpy.ndarray
     reason: str
@@ -187,6 +189,9 @@ class ForcedDerivations:
                 tok = doc[start + int(numpy.argmin(token_parts))]
                 reason = (f"probability 0 at token {tok.i} {tok.text!r}: its label "
                           f"{sents[k][3][tok.i - start]!r} was never seen on such an arc")
+                # the other words' parts: of a derivation with probability 0, unknown
+                rows = words.tokens[first: first + len(word_parts)] - start
+                token_parts[rows[word_parts != -numpy.inf]] = numpy.nan
             out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
         return out if contexts is None else (out, finals)
 
@@ -203,10 +208,14 @@ class ForcedDerivations:
         for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
             for k, sent in enumerate(sents):
                 start, end, heads, labels = words.word_tree(*sent)
-                gold, reason = self._oracle(start, end, heads, labels, root_label, label_ids)
+                gold, reason, bad = self._oracle(start, end, heads, labels, root_label, label_ids)
                 if gold is None:
+                    parts = numpy.zeros(sent[1] - sent[0])
+                    if start < end:
+                        parts[words.tokens[start:end] - sent[0]] = numpy.nan
+                        parts[words.tokens[[start + w for w in bad]] - sent[0]] = -numpy.inf
                     lp = 0.0 if start == end else -numpy.inf
-                    out[i][k] = SentenceScore(lp, numpy.zeros(sent[1] - sent[0]), reason)
+                    out[i][k] = SentenceScore(lp, parts, reason)
                 else:
                     same_words.setdefault((id(doc), start, end), []).append((i, k, gold))
         keys, derivs, n_words = [], [], []
@@ -229,26 +238,31 @@ class ForcedDerivations:
                 for b, (key, d) in enumerate(zip(keys, derivs))}
 
     def _oracle(self, start: int, end: int, heads: List[int], labels: List[str],
-                root_label: str, label_ids: Dict[str, int]) -> Tuple[Optional[Tuple], str]:
+                root_label: str, label_ids: Dict[str, int]
+                ) -> Tuple[Optional[Tuple], str, List[int]]:
         """A sentence's tree (words ``start``.. with absolute word heads) as
-        its derivation reads it (1-based heads, label ids), or None and why
-        the model cannot derive it ("" if it has no words)."""
+        its derivation reads it (1-based heads, label ids), or None, why the
+        model cannot derive it ("" if it has no words) and the words (0-based
+        in the sentence) whose arcs make it so."""
         n = end - start
         if n == 0:
-            return None, ""
+            return None, "", []
         local = [h - start for h in heads]
-        if not all(0 <= h < n for h in local):
-            return None, "a word is headed outside its sentence or by whitespace"
+        outside = [w for w, h in enumerate(local) if not 0 <= h < n]
+        if outside:
+            return None, "a word is headed outside its sentence or by whitespace", outside
         # a root arc spelled UD's way or spaCy's is the model's root arc
         oracle = self.pipe._oracle_tree(local, model_labels(local, labels, root_label))
         if oracle is None:
-            return None, "more than one root (the model allows one: multiroot = false)"
+            return (None, "more than one root (the model allows one: multiroot = false)",
+                    [w for w, h in enumerate(local) if h == w])
         # a lifted label never seen (dep||head_dep) scores as its own label on the lifted arc
         ids = [label_ids.get(x, label_ids.get(x.split("||")[0], -1)) for x in oracle[1]]
         if min(ids) < 0:
             unseen = sorted({x for x, i in zip(oracle[1], ids) if i < 0})
-            return None, f"label never seen in training: {', '.join(unseen)}"
-        return (oracle[0], [0] + ids), ""
+            return (None, f"label never seen in training: {', '.join(unseen)}",
+                    [w for w, i in enumerate(ids) if i < 0])
+        return (oracle[0], [0] + ids), "", []
 
     def _pieces(self, chain: List[Tuple[int, int, int, Derivation, Tuple]]) -> List[_Piece]:
         """A chain of consecutive sentences' derivations (with the words

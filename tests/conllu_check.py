@@ -1,10 +1,11 @@
 """A CoNLL-U check of what the official UD validator (UniversalDependencies/tools
 ``validate.py``) checks at levels 1 and 2, plus level 3's "root iff HEAD 0"
 (the validator itself is not a dependency): what a written file must satisfy
-whatever the predicted segmentation.  One leniency: UPOS may be ``_``, for
+whatever the predicted segmentation, lines in Unicode NFC included.  One leniency: UPOS may be ``_``, for
 the tiny test pipelines that have no morphologizer to predict it (the
 validator wants one of UD's 17 tags)."""
 import re
+import unicodedata
 from typing import List
 
 WORD = re.compile(r"[1-9][0-9]*")
@@ -28,6 +29,8 @@ def conllu_problems(text: str) -> List[str]:
     problems, ids_seen = [], set()
     for k, block in enumerate(b for b in text.strip("\n").split("\n\n") if b):
         where = f"sentence {k + 1}"
+        if any(unicodedata.normalize("NFC", line) != line for line in block.splitlines()):
+            problems.append(f"{where}: a line not in Unicode NFC")
         comments = [line for line in block.splitlines() if line.startswith("#")]
         rows = [line.split("\t") for line in block.splitlines() if not line.startswith("#")]
         if any(len(r) != 10 for r in rows):

@@ -94,6 +94,80 @@ def test_bad_records_go_to_the_rejects_with_file_line_and_reason(model, tmp_path
     assert summary["docs"] == 2 and summary["rejects"] == 6
 
 
+def test_words_conllu_cannot_hold_are_rejected_with_their_line(model, tmp_path):
+    """A given word with a tab or line break in it, or whitespace at its ends,
+    is rejected (replacing it would change the user's words); single inner
+    spaces (UD allows them) and words of whitespace only (spacing) are kept,
+    and every shard is valid CoNLL-U."""
+    jsonl = tmp_path / "in.jsonl"
+    records = [{"words": ["x\ty", "z"]}, {"words": ["cats", "sleep\n"]}, {"words": [" cats", "z"]},
+               {"words": ["a\u2028b"]}, {"words": ["New York", "sleeps", "."]},
+               {"words": ["cats", "\t\n", "sleep"], "spaces": [False, False, False]},
+               {"words": [" ", "\n"]}]
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf8")
+    summary = run_parse(ParseJob(model=str(model), inputs=[str(jsonl)], output=str(tmp_path / "o")),
+                        progress=False)
+    rejects = [line.split("\t", 1) for line in read_rejects(tmp_path / "o")]
+    assert [where for where, _ in rejects] == [f"{jsonl}:{n}" for n in (1, 2, 3, 4, 7)]
+    assert rejects[0][1] == "word 1 'x\\ty' holds '\\t', which a CoNLL-U FORM cannot"
+    assert "word 2 'sleep\\n'" in rejects[1][1] and "whitespace at an end" in rejects[2][1]
+    assert rejects[4][1] == "empty document"
+    assert summary["docs"] == 2 and summary["reject_kinds"] == {"a word CoNLL-U cannot hold": 4,
+                                                                 "empty document": 1}
+    written = (tmp_path / "o" / "shard-00000.conllu").read_text(encoding="utf8")
+    assert conllu_problems(written.replace("# newdoc", "# x")) == []
+    assert "\tNew York\t" in written and "SpacesAfter=\\t\\n" in written
+
+
+def test_conllu_shards_are_in_unicode_nfc(model, tmp_path):
+    """UD wants FORM and # text in NFC: a decomposed "é" is written composed
+    (the same text); the JSONL keeps the input's own characters."""
+    text = tmp_path / "in.txt"
+    text.write_text("the cafe\u0301 barks .\n", encoding="utf8")
+    for fmt in ("conllu", "jsonl"):
+        main(["parse", str(model), str(text), str(tmp_path / fmt), "--output-format", fmt,
+              "--no-progress"])
+    written = (tmp_path / "conllu" / "shard-00000.conllu").read_text(encoding="utf8")
+    assert "\tcaf\u00e9\t" in written and "# text = the caf\u00e9 barks ." in written
+    assert conllu_problems(written.replace("# newdoc", "# x")) == []
+    row = json.loads((tmp_path / "jsonl" / "shard-00000.jsonl").read_text(encoding="utf8"))
+    assert row["words"][1] == "cafe\u0301"
+
+
+def test_blank_lines_are_no_records_in_text_and_jsonl_alike(model, tmp_path):
+    """One rule: a blank line (whitespace only) is skipped in both formats; a
+    record that is there but empty is rejected in both."""
+    text = tmp_path / "in.txt"
+    text.write_text("the dog barks .\n\n \t \ncats sleep .\n", encoding="utf8")
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(json.dumps({"text": "the dog barks ."}) + "\n\n \t \n"
+                     + json.dumps({"text": " "}) + "\n", encoding="utf8")
+    for path, docs, rejects in ((text, 2, []), (jsonl, 1, [f"{jsonl}:4\tempty document"])):
+        out = tmp_path / path.suffix[1:]
+        summary = run_parse(ParseJob(model=str(model), inputs=[str(path)], output=str(out)),
+                            progress=False)
+        assert (summary["docs"], read_rejects(out)) == (docs, rejects)
+
+
+def test_the_summary_says_how_many_records_were_rejected_and_why(model, tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_bytes(b"the dog barks .\ncaf\xe9 noir\nx\xff\n" + b"y " * 80 + b"\ncats sleep .\n")
+    main(["parse", str(model), str(text), str(tmp_path / "o"), "--max-chars", "100", "--no-progress"])
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("2 documents, ") and ("3 rejected (2 not UTF-8, 1 longer than --max-chars, "
+                                                 "see rejects-*.tsv)") in line
+
+
+def test_a_corrupt_gz_input_is_an_error_naming_the_file(model, tmp_path):
+    whole = gzip.compress(b"cats sleep .\n" * 999)
+    for name, data in (("bad.txt.gz", b"no"), ("cut.txt.gz", whole[:-8])):  # no CRC and size
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(SystemExit) as exc:
+            main(["parse", str(model), str(path), str(tmp_path / "o"), "--no-progress"])
+        assert exc.value.code.startswith(f"error: {path}:") and "not a readable .gz file" in exc.value.code
+
+
 class _Crash(Exception):
     pass
 

@@ -49,9 +49,12 @@ def parse_cli(
                    n_process=n_process)
     summary = run_parse(job, progress=progress, engine=engine.value, address=address or None,
                         workers=workers)
+    kinds = "".join(f"{n} {kind}, " for kind, n in sorted(summary["reject_kinds"].items(),
+                                                         key=lambda kn: (-kn[1], kn[0])))
     print(f"{summary['docs']} documents, {summary['words']} words, {summary['rejects']} rejected "
-          f"(rejects-*.tsv) in {summary['shards']} shards ({summary['shards_resumed']} done before) "
-          f"-> {output}; {summary['words_per_second']:.0f} words/s")
+          f"({kinds}see rejects-*.tsv) in {summary['shards']} shards "
+          f"({summary['shards_resumed']} done before) -> {output}; "
+          f"{summary['words_per_second']:.0f} words/s")
     if summary_json is not None:
         write_json(summary_json, summary)
     peaks = summary["peak_rss_kib"]

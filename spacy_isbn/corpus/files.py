@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator, List, Optional, Union
@@ -72,7 +73,7 @@ def text_lines(path, *, keep_errors: bool = False,
 
 def _decoded_lines(path: Path, f: IO, keep_errors: bool) -> Iterator[Union[str, CorpusFormatError]]:
     with f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in enumerate(_gzip_checked(path, f), 1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if raw.endswith(b"\r\n"):
@@ -86,6 +87,17 @@ def _decoded_lines(path: Path, f: IO, keep_errors: bool) -> Iterator[Union[str, 
                 if not keep_errors:
                     raise error from None
                 yield error
+
+
+def _gzip_checked(path: Path, f: IO) -> Iterator[bytes]:
+    """The lines of ``f``; a corrupt or truncated ``.gz`` is an error naming
+    the file and the line where it broke (gzip's own names neither)."""
+    lineno = 0
+    try:
+        for lineno, raw in enumerate(f, 1):
+            yield raw
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise CorpusFormatError(path, lineno + 1, f"not a readable .gz file ({err})") from None
 
 
 def read_docbin(path, vocab) -> list[Doc]:

@@ -10,12 +10,19 @@
   UD's escapes (``\\s``, ``\\t``, ``\\n``, ``\\r``, ``\\p`` for ``|``, ``\\\\``) and
   any other whitespace as ``\\uXXXX`` (a no-break space is ``\\u00A0``), so the
   column holds no whitespace at all.
+* **FORM.**  A word may hold whitespace only between other characters, one at
+  a time, and never a tab or a line break (:func:`form_problem`); FORM, LEMMA
+  and ``# text`` are in Unicode NFC (:func:`ud_text`), as the validator checks.
 """
+import re
+import unicodedata
 from typing import Iterable, List, Sequence
 
 UD_ROOT = "root"
 ROOT_SPELLINGS = frozenset(("root", "ROOT"))
 _ESCAPES = {"\\": "\\\\", " ": "\\s", "\t": "\\t", "\n": "\\n", "\r": "\\r", "|": "\\p"}
+# a tab ends a column; these end a line for some reader (str.splitlines)
+_BREAKS = re.compile("[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def model_labels(heads: Sequence[int], labels: Iterable[str], root_label: str) -> List[str]:
@@ -48,3 +55,21 @@ def ud_feats(feats: str) -> str:
 def escape_spaces(spacing: str) -> str:
     """Whitespace as a ``SpacesAfter`` value."""
     return "".join(_ESCAPES.get(c) or (f"\\u{ord(c):04X}" if c.isspace() else c) for c in spacing)
+
+
+def form_problem(form: str) -> str:
+    """Why a CoNLL-U FORM cannot be ``form`` ("" if it can): a tab or a line
+    break anywhere, or whitespace at either end or twice in a row (UD allows
+    single spaces inside a word)."""
+    bad = _BREAKS.search(form)
+    if bad:
+        return f"holds {bad.group()!r}, which a CoNLL-U FORM cannot"
+    if form != form.strip() or re.search(r"\s\s", form):
+        return "whitespace at an end or twice in a row, which a CoNLL-U FORM cannot hold"
+    return ""
+
+
+def ud_text(text: str) -> str:
+    """``text`` in Unicode NFC, the form UD requires of FORM, LEMMA and
+    ``# text`` (the same text: NFC only changes how characters are encoded)."""
+    return unicodedata.normalize("NFC", text)

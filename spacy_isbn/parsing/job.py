@@ -88,8 +88,11 @@ def write_parsed(job: ParseJob, k: int, chunk: List, docs: List[Doc]) -> dict:
                 list(zip(records, docs)))
     if rejects:
         write_text(rejects_path(job.output, k), "".join(f"{r.where}\t{r.reason}\n" for r in rejects))
+    kinds: dict = {}
+    for r in rejects:
+        kinds[r.kind] = kinds.get(r.kind, 0) + 1
     return {"first_record": k * job.shard_size, "records": len(chunk), "docs": len(docs),
-            "rejects": len(rejects), "words": sum(len(d) for d in docs)}
+            "rejects": len(rejects), "reject_kinds": kinds, "words": sum(len(d) for d in docs)}
 
 
 def parse_and_write(nlp, job: ParseJob, k: int, chunk: List) -> tuple:

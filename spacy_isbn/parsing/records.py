@@ -2,10 +2,12 @@
 line, or per blank-line-separated paragraph), JSONL (a ``text`` field, or
 pre-tokenised ``words``; every other field kept as metadata) or CoNLL-U
 (gold words and sentences, tags where given); files, directories and globs,
-``.gz`` too.  A record that cannot be parsed (invalid JSON, bytes that are
-not UTF-8, an empty or enormous document) is a :class:`Reject` with its file,
-line and reason; it keeps its number, so shards cover the same records
-whatever was rejected."""
+``.gz`` too.  A blank line (whitespace only) is no record, in text as in
+JSONL.  A record that cannot be parsed (invalid JSON, bytes that are not
+UTF-8, an empty or enormous document, a given word that CoNLL-U cannot hold:
+a tab or line break in it, whitespace at its ends) is a :class:`Reject` with
+its file, line and reason; it keeps its number, so shards cover the same
+records whatever was rejected."""
 from __future__ import annotations
 
 import glob
@@ -17,6 +19,7 @@ from typing import Iterator, List, Optional, Union
 
 from ..corpus.conll import parse_block
 from ..corpus.files import BytesRead, CorpusFormatError, text_lines
+from ..corpus.ud import form_problem
 from ..errors import UserError
 
 FORMATS = ("text", "jsonl", "conllu")
@@ -38,8 +41,11 @@ class Record:
 
 @dataclass
 class Reject:
+    """A record that cannot be parsed: where, why, and the kind of why (what
+    parse's summary counts)."""
     where: str
     reason: str
+    kind: str
 
 
 Item = Union[Record, Reject]
@@ -85,20 +91,32 @@ def read_records(files: List[Path], fmt: str = "auto", text_unit: str = "line",
         else:
             items = _text(path, lines, text_unit)
         for item in items:
-            if isinstance(item, Record):
-                size = len(item.text) if item.text is not None else sum(map(len, item.words))
-                if size == 0 or (item.text is not None and not item.text.strip()):
-                    item = Reject(item.where, "empty document")
-                elif size > max_chars:
-                    item = Reject(item.where, f"{size} characters: more than --max-chars {max_chars}")
-            yield item
+            reject = _rejected(item, max_chars) if isinstance(item, Record) else None
+            yield reject or item
+
+
+def _rejected(record: Record, max_chars: int) -> Optional[Reject]:
+    """``record``'s reject, None if it can be parsed."""
+    pieces = [record.text] if record.text is not None else record.words
+    if not any(piece.strip() for piece in pieces):  # whitespace only is no text
+        return Reject(record.where, "empty document", "empty document")
+    size = sum(map(len, pieces))
+    if size > max_chars:
+        return Reject(record.where, f"{size} characters: more than --max-chars {max_chars}",
+                      "longer than --max-chars")
+    for i, word in enumerate(record.words or ()):
+        problem = form_problem(word) if word.strip() else ""  # whitespace only: spacing
+        if problem:
+            return Reject(record.where, f"word {i + 1} {word!r} {problem}",
+                          "a word CoNLL-U cannot hold")
+    return None
 
 
 def _lines(path: Path, bytes_read: Optional[BytesRead] = None) -> Iterator[Union[str, Reject]]:
     """The file's lines, or a Reject for a line that is not UTF-8."""
     for line in text_lines(path, keep_errors=True, bytes_read=bytes_read):
         if isinstance(line, CorpusFormatError):
-            yield Reject(f"{line.path}:{line.line}", line.reason)
+            yield Reject(f"{line.path}:{line.line}", line.reason, "not UTF-8")
         else:
             yield line.rstrip("\n")
 
@@ -106,7 +124,8 @@ def _lines(path: Path, bytes_read: Optional[BytesRead] = None) -> Iterator[Union
 def _text(path: Path, lines, unit: str) -> Iterator[Item]:
     if unit == "line":
         for lineno, line in enumerate(lines, 1):
-            yield line if isinstance(line, Reject) else Record(f"{path}:{lineno}", text=line)
+            if isinstance(line, Reject) or line.strip():
+                yield line if isinstance(line, Reject) else Record(f"{path}:{lineno}", text=line)
         return
     block: List[str] = []
     start = 0
@@ -137,10 +156,10 @@ def _jsonl(path: Path, lines) -> Iterator[Item]:
         try:
             obj = json.loads(line)
         except ValueError as err:
-            yield Reject(where, f"invalid JSON ({err.msg} at column {err.colno})")
+            yield Reject(where, f"invalid JSON ({err.msg} at column {err.colno})", "invalid JSON")
             continue
         if not isinstance(obj, dict):
-            yield Reject(where, "not a JSON object")
+            yield Reject(where, "not a JSON object", "not a JSON object")
             continue
         text, words = obj.pop("text", None), obj.pop("words", None)
         spaces = obj.pop("spaces", None)
@@ -148,12 +167,13 @@ def _jsonl(path: Path, lines) -> Iterator[Item]:
             yield Record(where, text=text, meta=obj)
         elif isinstance(words, list) and all(isinstance(w, str) and w for w in words):
             if spaces is not None and (not isinstance(spaces, list) or len(spaces) != len(words)):
-                yield Reject(where, "spaces must be a list as long as words")
+                yield Reject(where, "spaces must be a list as long as words", "bad spaces")
             else:
                 yield Record(where, words=words, spaces=[bool(s) for s in spaces] if spaces else None,
                              meta=obj)
         else:
-            yield Reject(where, "no text (a string) and no words (a list of non-empty strings)")
+            yield Reject(where, "no text (a string) and no words (a list of non-empty strings)",
+                         "no text or words")
 
 
 def _conllu(path: Path, lines) -> Iterator[Item]:
@@ -195,7 +215,7 @@ def _conllu(path: Path, lines) -> Iterator[Item]:
         try:
             sent = parse_block(path, start, block, "conllu")
         except UserError as err:
-            yield Reject(f"{path}:{start}", str(err).split(": ", 1)[-1])
+            yield Reject(f"{path}:{start}", str(err).split(": ", 1)[-1], "malformed CoNLL-U")
         else:
             if not doc:
                 doc_line = start

@@ -63,7 +63,8 @@ def progress_bar(total: int, initial: int, progress: Union[bool, IO]):
 def run_parse(job: ParseJob, nlp=None, progress: Union[bool, IO] = True, engine: str = "local",
               address: Optional[str] = None, workers: int = 2) -> dict:
     """Parse the job's inputs into its output directory (resuming a killed
-    run); returns the summary: documents, rejects, words, shards done now
+    run); returns the summary: documents, rejects (and how many of each
+    kind), words, shards done now
     and before, input bytes (all, and read before this run), seconds,
     words/s, and the peak memory of the driver and of each worker.
     ``engine``: "local" (``nlp.pipe`` with ``job.n_process`` processes) or
@@ -125,9 +126,14 @@ def _run(job: ParseJob, output: Path, files: List[Path], nlp, progress, engine: 
     bar.close()
     seconds = time.perf_counter() - start
     shards = manifest["shards"].values()
+    kinds: Dict[str, int] = {}
+    for s in shards:  # (a shard done by a version that did not count them: none)
+        for kind, n in s.get("reject_kinds", {}).items():
+            kinds[kind] = kinds.get(kind, 0) + n
     return {"output": str(output), "shards": len(manifest["shards"]),
             "shards_resumed": done_before, "docs": sum(s["docs"] for s in shards),
-            "rejects": sum(s["rejects"] for s in shards), "words": sum(s["words"] for s in shards),
+            "rejects": sum(s["rejects"] for s in shards), "reject_kinds": kinds,
+            "words": sum(s["words"] for s in shards),
             "words_parsed_now": parsed_words, "input_bytes": bytes_read.total,
             "input_bytes_before": bytes_before, "input_bytes_read": bytes_done, "seconds": seconds,
             "words_per_second": parsed_words / max(seconds, 1e-9),

@@ -297,6 +297,41 @@ def test_rerank_weight_is_chosen_on_dev_and_saved(pipeline, tmp_path):
     assert srsly.read_json(tmp_path / "rerank.json")["las"] == pytest.approx(las)
 
 
+def test_rerank_weight_stays_0_where_no_weight_beats_the_parser_on_the_held_out_half(
+        pipeline, tmp_path, monkeypatch, capsys):
+    """Fitted weights that do worse than the conditional parser alone on the
+    held-out half (71.99 against 72.21, as a quick run's did) are not kept:
+    every weight stays 0 and the command says so."""
+    from spacy.tokens import DocBin
+
+    from spacy_isbn.cli import rerank_weight
+    from spacy_isbn.evaluation import reranking
+
+    nlp, egs = pipeline
+    nlp.to_disk(tmp_path / "nlp")
+    DocBin(docs=[eg.reference for eg in egs[:6]]).to_disk(tmp_path / "dev.spacy")
+    real_report = reranking.report
+
+    def worse_than_the_parser(entries, weights, n_arcs):
+        out = real_report(entries, weights, n_arcs)
+        out["las"] = {"conditional": 72.21, "rerank_weight": 71.99, "log-linear": 71.5}
+        return out
+
+    monkeypatch.setattr(reranking, "fit_weights",
+                        lambda entries, start, grids: numpy.array([1.0, 1.5, 0.5, 0.0]))
+    monkeypatch.setattr(reranking, "report", worse_than_the_parser)
+    result = rerank_weight(tmp_path / "nlp", tmp_path / "dev.spacy", [1.5])
+    assert result["kept"] == "conditional" and result["rerank_weight"] == 0.0
+    assert set(result["rerank_features"].values()) == {0.0} and result["fitted_weights"]["generative"] == 1.5
+    loaded = spacy.load(tmp_path / "nlp").get_pipe("isbn_reranker")
+    assert loaded.cfg["rerank_weight"] == 0.0 and list(loaded.weights) == [1.0, 0.0, 0.0, 0.0]
+    assert "no weight beats the conditional parser alone on the held-out half" in capsys.readouterr().out
+    from spacy_isbn.evaluation.reranking import held_out_choice
+
+    assert held_out_choice({"conditional": 70.0, "rerank_weight": 71.0, "log-linear": 71.0}) == "rerank_weight"
+    assert held_out_choice({"conditional": 70.0, "rerank_weight": 70.0, "log-linear": 70.0}) == "conditional"
+
+
 def test_fitted_weights_choose_the_best_candidates():
     """Coordinate ascent finds weights under which the better candidate wins
     where the conditional score alone picks the worse: here where the

@@ -135,13 +135,14 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     then with it the further features' :data:`FEATURES`) by the correct arcs
     of the candidates they choose on the first half of ``dev`` as raw text
     (lambda on the grid ``weights``), report them on the second half (LAS,
-    the oracle's, the share of the oracle gap closed) and save them with the
-    pipeline.  The pipeline runs once; the candidates' features do not
-    depend on the weights."""
+    the oracle's, the share of the oracle gap closed) and save with the
+    pipeline the set with the best held-out LAS: all 0 (the conditional
+    parser alone) unless a fitted set beats it.  The pipeline runs once;
+    the candidates' features do not depend on the weights."""
     import numpy
 
     from ..evaluation.calibration import half_of
-    from ..evaluation.reranking import correct_arcs, fit_weights, report
+    from ..evaluation.reranking import correct_arcs, fit_weights, held_out_choice, report
     from ..pipes.isbn_reranker import FEATURES
 
     nlp = load_pipeline(model)
@@ -172,19 +173,27 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     signed = (-1.0, -0.75, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
     loglinear = fit_weights(fit, single, {1: weights, 2: signed, 3: (0.0, 0.5, 1.0, 2.0, 3.0, 5.0)})
     held_out, n_arcs = halves["second"]
-    result = report(held_out, {"conditional": conditional, "rerank_weight": single,
-                               "log-linear": loglinear}, n_arcs)
-    result["weights"] = dict(zip(FEATURES, loglinear.tolist()))
+    settings = {"conditional": conditional, "rerank_weight": single, "log-linear": loglinear}
+    result = report(held_out, settings, n_arcs)
+    result["kept"] = held_out_choice(result["las"])
+    kept = settings[result["kept"]]
+    result["weights"] = dict(zip(FEATURES, kept.tolist()))
+    result["fitted_weights"] = dict(zip(FEATURES, loglinear.tolist()))
     for setting, las in result["las"].items():
         print(f"{setting}: held-out dev LAS {las:.2f} "
               f"(oracle gap closed {100 * result['oracle_gap_closed'][setting]:.1f}%)")
-    print(f"oracle: {result['oracle_las']:.2f}; weights {result['weights']}")
-    extra = {f: float(w) for f, w in zip(FEATURES[2:], loglinear[2:])}
-    _save_setting(Path(model), [name], "rerank_weight", float(loglinear[1]))
+    print(f"oracle: {result['oracle_las']:.2f}; fitted weights {result['fitted_weights']}")
+    if result["kept"] == "conditional":
+        print("no weight beats the conditional parser alone on the held-out half: the weights stay "
+              "0 (the reranker keeps the parser's best tree; its scores are still generative)")
+    else:
+        print(f"kept: {result['kept']} (the best held-out LAS)")
+    extra = {f: float(w) for f, w in zip(FEATURES[2:], kept[2:])}
+    _save_setting(Path(model), [name], "rerank_weight", float(kept[1]))
     _save_setting(Path(model), [name], "rerank_features", extra)
     if metrics_out is not None:
         write_json(metrics_out, result)
-    return {"rerank_weight": float(loglinear[1]), "rerank_features": extra, **result}
+    return {"rerank_weight": float(kept[1]), "rerank_features": extra, **result}
 
 
 def evaluate(

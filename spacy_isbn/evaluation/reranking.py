@@ -7,7 +7,9 @@ counts: coordinate ascent over a grid per weight (the first, the conditional
 log-prob's, stays 1: the scale is free), a few rounds.  Reported on other
 lists: the correct arcs of the conditional parser's own best, of the fitted
 choice and of the best candidate (the oracle), and the share of the gap
-between the first and the last that the reranker closes."""
+between the first and the last that the reranker closes; the weights saved
+are those of the best held-out LAS, the conditional parser's alone (every
+other weight 0) unless a fitted set beats it there (:func:`held_out_choice`)."""
 from typing import Dict, List, Sequence, Tuple
 
 import numpy
@@ -86,3 +88,10 @@ def report(entries: List[Entry], weights: Dict[str, numpy.ndarray], n_arcs: int)
            for name, las in out.items()}
     return {"las": out, "oracle_las": ceiling, "oracle_gap_closed": gap, "arcs": n_arcs,
             "sentences": len(entries)}
+
+
+def held_out_choice(las: Dict[str, float]) -> str:
+    """The set of weights to keep: the best held-out LAS, the first of equal
+    ones (``las`` lists the conditional parser alone first, then the simpler
+    sets), so a fitted set is kept only where it beats the parser alone."""
+    return max(las, key=lambda name: (las[name], -list(las).index(name)))

@@ -220,3 +220,13 @@ def test_sentence_starts_set_on_whitespace_apply_to_the_next_word(generative, re
     assert [(s.start, s.end) for s in whole.sents] == [(0, 8)]
     for doc in (split, whole):
         check_whitespace_attached(doc)
+
+
+def test_whitespace_tokens_get_spacys_tags(reranked, generative):
+    """spaCy's convention: tag _SP, POS SPACE, no morphology, whatever the
+    tagger in front guessed (it never saw whitespace); words keep theirs."""
+    for nlp in (reranked, generative):
+        for doc in nlp.pipe(["the dog barks .\n\ncats sleep .", "the  dog barks . ", " \n"]):
+            spaces = [t for t in doc if t.is_space]
+            assert spaces and all((t.tag_, t.pos_, str(t.morph)) == ("_SP", "SPACE", "") for t in spaces)
+            assert all(t.tag_ not in ("", "_SP") for t in doc if not t.is_space)

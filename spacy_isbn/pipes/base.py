@@ -5,7 +5,8 @@ part out); :class:`ISBNPipe`, the base of ``isbn_parser``, ``isbn_reranker``
 (both through :class:`~.dependency.DependencyPipe`) and ``isbn_constituency``:
 the objective, the transition system over the lexicon, the model sized for
 both, the training step;
-:func:`write_trees`, how the dependency parsers write their trees; and
+:func:`write_trees`, how the dependency parsers write their trees, and
+:func:`write_space_tags`, the tags they give whitespace tokens; and
 :class:`DocWords`, which of a doc's tokens they read as words."""
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -40,6 +41,16 @@ def write_trees(doc: Doc, heads: numpy.ndarray, deps: List[str]) -> None:
     hashes = {name: doc.vocab.strings.add(name) for name in set(deps)}
     arr[:, 1] = numpy.fromiter(map(hashes.__getitem__, deps), dtype="uint64", count=len(doc))
     doc.from_array([HEAD, DEP], arr)
+
+
+def write_space_tags(doc: Doc, is_word: numpy.ndarray) -> None:
+    """spaCy's tags of whitespace tokens (tag ``_SP``, POS ``SPACE``, no
+    morphology) where ``is_word`` is false, over what a tagger in front
+    guessed for them (it never saw one: treebanks have no whitespace)."""
+    for i in numpy.flatnonzero(~is_word).tolist():
+        token = doc[i]
+        token.tag_, token.pos_ = "_SP", "SPACE"
+        token.set_morph(None)
 
 
 def doc_columns(doc: Doc, attrs: Dict[str, Tuple[int, str]],

@@ -25,7 +25,7 @@ from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, ParsedSentence, SegmentParse
 from ..transitions.inputs import TokenColumns
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
-from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_trees
+from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_space_tags, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
 from ..transitions.projectivity import deprojectivize
 
@@ -291,6 +291,8 @@ class ISBNParser(DependencyPipe):
             elif len(doc):  # whitespace only
                 write_trees(doc, numpy.zeros(len(doc), dtype="int64"),
                             [self._root_label] + ["dep"] * (len(doc) - 1))
+            if not words.all_words:
+                write_space_tags(doc, words.is_word)
             # the pieces are independent: their scores add up
             ext = doc._
             ext.isbn_logprob = float(sum(seg.logprob for _, seg in pieces))

@@ -165,6 +165,11 @@ def test_commands_on_a_tiny_treebank(pipeline, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["score-trees", model, conllu, tmp_path / "scores.txt"])
     assert "give a .tsv or .jsonl output" in exc.value.code
+    for command in ("score-trees", "find-errors"):  # a missing directory is refused, not made
+        with pytest.raises(SystemExit) as exc:
+            main([command, model, conllu, tmp_path / "no_such_dir" / "x.tsv"])
+        assert f"there is no directory {tmp_path / 'no_such_dir'}" in exc.value.code
+        assert not (tmp_path / "no_such_dir").exists()
     with pytest.raises(SystemExit) as exc:
         main(["error-finder-eval", model, conllu, tmp_path / "e.json", "--rate", "2"])
     assert "--rate 2.0: must be between 0 and 1" in exc.value.code

@@ -98,10 +98,13 @@ def choice(name: str, values: Iterable[str]) -> Type[Enum]:
 
 
 def output_file(path: Path) -> Path:
-    """``path``, a file to write that no argument names directly (typer
-    checks those): refused up front when it is a directory."""
+    """``path``, a file to write: refused up front when it is a directory or
+    its directory does not exist (a mistyped directory is not created, at
+    the filesystem's root or anywhere)."""
     if Path(path).is_dir():
         raise CliError(f"{path} is a directory: give a file name")
+    if not Path(path).parent.is_dir():
+        raise CliError(f"{path}: there is no directory {Path(path).parent} to write it in")
     return path
 
 

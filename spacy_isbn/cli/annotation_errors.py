@@ -46,7 +46,8 @@ def _write_rows(path: Path, header, rows) -> None:
 def score_trees_cli(
     model: Path = Arg(..., help="a saved pipeline with an isbn_reranker or isbn_parser", **IN_DIR),
     treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees", **IN_FILE),
-    output: Path = Arg(..., help=".tsv (one row per arc) or .jsonl (one line per sentence)",
+    output: Path = Arg(..., help=".tsv (one row per arc) or .jsonl (one line per sentence), in a "
+                       "directory that exists",
                        dir_okay=False),
     tags: Tags = Opt("pipeline", "--tags", help=TAGS_HELP),
     component: Optional[str] = Opt(None, "--component",
@@ -57,6 +58,7 @@ def score_trees_cli(
 
     if output.suffix not in (".tsv", ".jsonl"):
         raise CliError(f"{output}: give a .tsv or .jsonl output")
+    output_file(output)
     sentences = _sentences(treebank)
     scores = score_treebank(load_pipeline(model), sentences, tags.value, component, where=model)
     if output.suffix == ".jsonl":
@@ -80,14 +82,14 @@ def find_errors_cli(
     model: Path = Arg(..., help="a saved pipeline: conditional isbn_parser (sentence_kbest) + isbn_reranker",
                       **IN_DIR),
     treebank: Path = Arg(..., help="a CoNLL-U (or CoNLL-X) file with trees", **IN_FILE),
-    output: Path = Arg(..., help="arcs ranked, .tsv; the sentences go beside it, errors.tsv's to "
-                       "errors.sentences.tsv", dir_okay=False),
+    output: Path = Arg(..., help="arcs ranked, .tsv, in a directory that exists; the sentences go "
+                       "beside it, errors.tsv's to errors.sentences.tsv", dir_okay=False),
     tags: Tags = Opt("pipeline", "--tags", help=TAGS_HELP),
 ):
     """Rank a treebank's arcs (and sentences) by how strongly the model prefers another head or label."""
     from ..evaluation.error_finding import find_errors
 
-    sentences_out = output_file(output.with_name(output.stem + ".sentences.tsv"))
+    sentences_out = output_file(output_file(output).with_name(output.stem + ".sentences.tsv"))
     arcs, sents = find_errors(load_pipeline(model), _sentences(treebank), tags.value, where=model)
     _write_rows(output, ("sent_id", "id", "form", "head", "deprel", "suggested_head",
                          "suggested_deprel", "score"),

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import spacy
@@ -222,6 +223,62 @@ def test_kill_9_at_any_moment_then_resume_gives_the_same_output(model, tmp_path)
     subprocess.run(args + [str(out)] + options, check=True, capture_output=True)
     assert not list(out.glob(".*.tmp"))  # no temporary file left behind counts as output
     assert {k: v for k, v in _outputs(out).items()} == expected
+
+
+def _children(pid: int) -> list:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+        except OSError:  # gone meanwhile
+            pass
+    return out
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
+def test_kill_9_of_the_parent_leaves_no_worker_alive(model, tmp_path):
+    """``parse --n-process 2`` killed with -9 while its workers parse: both
+    workers and multiprocessing's resource tracker are gone within 10 s."""
+    corpus = _corpus(tmp_path, 3000)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "spacy_isbn", "parse", str(model), str(corpus), str(out),
+                             "--n-process", "2", "--shard-size", "20", "--no-progress"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not list(out.glob("shard-*")) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)  # the workers have loaded the pipeline and parse
+    children = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert len(children) == 3  # two workers and the resource tracker, still parsing when killed
+    killed = time.time()
+    while any(map(_running, children)) and time.time() < killed + 10:
+        time.sleep(0.1)
+    alive = [pid for pid in children if _running(pid)]
+    for pid in alive:  # not left behind by a failing test
+        os.kill(pid, signal.SIGKILL)
+    assert alive == []
+
+
+def test_a_resumed_run_removes_what_a_killed_one_was_writing(model, tmp_path):
+    corpus = _corpus(tmp_path, 12)
+    job = ParseJob(model=str(model), inputs=[str(corpus)], output=str(tmp_path / "o"), shard_size=4)
+    nlp = spacy.load(model)
+    _stop_after(job, nlp, 1)
+    for name in (".shard-00001.conllu.x1y2.tmp", ".rejects-00001.tsv.z3.tmp", f".{MANIFEST}.q.tmp"):
+        (tmp_path / "o" / name).write_text("half", encoding="utf8")
+    run_parse(job, nlp=nlp, progress=False)
+    assert not list((tmp_path / "o").glob(".*"))
 
 
 def test_another_runs_directory_is_refused(model, tmp_path):

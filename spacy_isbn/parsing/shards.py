@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -86,6 +87,10 @@ def run_parse(job: ParseJob, nlp=None, progress: Union[bool, IO] = True, engine:
 def _run(job: ParseJob, output: Path, files: List[Path], nlp, progress, engine: str,
          address: Optional[str], workers: int) -> dict:
     manifest = _load_manifest(job)
+    # what a killed run was writing (corpus.files.atomic_open's temporary names)
+    for stale in [*output.glob(".shard-*.tmp"), *output.glob(".rejects-*.tmp"),
+                  *output.glob(f".{MANIFEST}.*.tmp")]:
+        stale.unlink()
     bytes_read = BytesRead(files)
     items = read_records(files, job.input_format, job.text_unit, job.max_chars, bytes_read)
     done_before = len(manifest["shards"])
@@ -160,7 +165,7 @@ def _parse_here(job: ParseJob, pending, worker_peaks: Dict[str, int], nlp=None):
     # starts another in its place and waits for the lost shard for ever
     with one_thread_each(), ProcessPoolExecutor(
             job.n_process, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init, initargs=(job,)) as pool:
+            initializer=_worker_init, initargs=(job, os.getpid())) as pool:
         # at most two shards per worker in flight, so the input is read as
         # it is parsed (mapping over it would read all of it ahead)
         shards = iter(pending)
@@ -213,8 +218,24 @@ def one_thread_each():
 _WORKER: dict = {}
 
 
-def _worker_init(job: ParseJob) -> None:
+def _worker_init(job: ParseJob, parent: int) -> None:
+    exit_with_parent(parent)
     _WORKER["job"], _WORKER["nlp"] = job, load_pipeline(job)
+
+
+def exit_with_parent(parent: int, every: float = 0.5) -> None:
+    """A worker's watch on ``parent``, the process that started it: killed
+    (``kill -9``), it cannot tell the pool to stop, and a worker waiting for
+    its next shard would wait for ever, holding its pipeline's memory (and,
+    with it, multiprocessing's resource tracker); so when the worker's
+    parent is another, it exits.  The shard it was writing is left as a
+    temporary file, which the resumed run removes."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _worker_parse(k: int, chunk: List) -> tuple:

@@ -7,6 +7,7 @@ options.  The property everywhere: a clean result or one clear error
 traceback, a hang, a half-written file or a token attached to whitespace.
 
 Derandomized, so CI sees the same cases each run; 10,000+ cases in all."""
+import json
 import string
 
 import pytest
@@ -252,3 +253,63 @@ def test_writers_give_what_the_ud_validator_passes(tmp_path_factory, doc):
     row = doc_json(doc, record)
     assert all((lab == "root") == (h == i and lab != "dep")
                for i, (h, lab) in enumerate(zip(row["heads"], row["deps"])) if lab != "dep")
+
+
+# what a user's corpus may hold: control characters, tabs and line breaks (inside words too),
+# decomposed accents, CoNLL-U's own separators, empty and huge records
+ODD = ["\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u00a0", "\u200b", "\x00", "\x1b",
+       "e\u0301", "#", "|", "_", " ", "  ", "\\", '"', "1\t2"]
+PIECE = st.one_of(st.sampled_from(["the", "dog", "barks", ".", "cats", "sleep"] + ODD),
+                  st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6))
+WORD = st.lists(PIECE, min_size=1, max_size=3).map("".join)
+TEXT_RECORD = st.one_of(st.lists(PIECE, max_size=12).map(" ".join),
+                        st.integers(280, 330).map(lambda n: "dogs " * (n // 5)))  # about --max-chars
+
+
+@st.composite
+def jsonl_line(draw) -> str:
+    """A JSONL record: a text, words (with or without spaces), or a line that is none."""
+    kind = draw(st.sampled_from(["text", "words", "spaces", "blank", "broken"]))
+    if kind == "text":
+        return json.dumps({"text": draw(TEXT_RECORD), "id": draw(st.integers())})
+    if kind in ("words", "spaces"):
+        words = draw(st.lists(WORD, max_size=8))
+        record = {"words": words}
+        if kind == "spaces":
+            record["spaces"] = draw(st.lists(st.booleans(), min_size=len(words), max_size=len(words)))
+        return json.dumps(record, ensure_ascii=draw(st.booleans()))
+    return draw(st.sampled_from(["", " \t ", "{", "[1]", '{"words": [""]}']))
+
+
+@settings(FUZZ, max_examples=250)
+@given(fmt=st.sampled_from(["jsonl", "text"]), unit=st.sampled_from(["line", "paragraph"]),
+       data=st.data())
+def test_parse_writes_valid_conllu_for_any_record_and_rejects_the_rest(tiny_nlp, tmp_path_factory,
+                                                                       fmt, unit, data):
+    """Any JSONL or text input: every shard passes the UD validator's rules
+    (tests/conllu_check.py: 10 columns, FORM without whitespace UD forbids,
+    ids 1..n, heads in range, one root, # text, NFC); every record is a
+    document or a reject, and a text record is rejected only when it is
+    blank or longer than --max-chars (its words are the tokenizer's)."""
+    from spacy_isbn.parsing.shards import ParseJob, read_rejects, run_parse
+
+    tmp = tmp_path_factory.mktemp("parse")
+    if fmt == "jsonl":
+        lines = data.draw(st.lists(jsonl_line(), max_size=6))
+    else:
+        lines = [line.replace("\n", " ") for line in data.draw(st.lists(TEXT_RECORD, max_size=6))]
+    path = tmp / f"in.{fmt}"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf8")
+    job = ParseJob(model="tiny", inputs=[str(path)], output=str(tmp / "out"), input_format=fmt,
+                   text_unit=unit, shard_size=4, max_chars=300)
+    summary = run_parse(job, nlp=tiny_nlp, progress=False)
+    for shard in sorted((tmp / "out").glob("shard-*.conllu")):
+        assert conllu_problems(shard.read_text(encoding="utf8")) == []
+    if fmt == "jsonl" or unit == "line":
+        assert summary["docs"] + summary["rejects"] == sum(1 for line in lines if line.strip())
+    if fmt == "text":
+        assert set(summary["reject_kinds"]) <= {"empty document", "longer than --max-chars"}
+        assert summary["reject_kinds"].get("empty document", 0) == 0
+    for line in read_rejects(tmp / "out"):
+        where, reason = line.split("\t")
+        assert where.startswith(f"{path}:") and reason

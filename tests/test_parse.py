@@ -120,9 +120,10 @@ def test_words_conllu_cannot_hold_are_rejected_with_their_line(model, tmp_path):
     assert "\tNew York\t" in written and "SpacesAfter=\\t\\n" in written
 
 
-def test_conllu_shards_are_in_unicode_nfc(model, tmp_path):
-    """UD wants FORM and # text in NFC: a decomposed "é" is written composed
-    (the same text); the JSONL keeps the input's own characters."""
+def test_records_are_read_in_unicode_nfc(model, tmp_path):
+    """UD wants FORM and # text in NFC: a decomposed "é" is read composed (the
+    same text) in every output; words that NFC would join (a word starting
+    with a combining mark after one without space) are rejected."""
     text = tmp_path / "in.txt"
     text.write_text("the cafe\u0301 barks .\n", encoding="utf8")
     for fmt in ("conllu", "jsonl"):
@@ -132,7 +133,12 @@ def test_conllu_shards_are_in_unicode_nfc(model, tmp_path):
     assert "\tcaf\u00e9\t" in written and "# text = the caf\u00e9 barks ." in written
     assert conllu_problems(written.replace("# newdoc", "# x")) == []
     row = json.loads((tmp_path / "jsonl" / "shard-00000.jsonl").read_text(encoding="utf8"))
-    assert row["words"][1] == "cafe\u0301"
+    assert row["words"][1] == "caf\u00e9"
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(json.dumps({"words": ["cafe\u0301", "e", "\u0301"], "spaces": [True, False, False]})
+                     + "\n", encoding="utf8")
+    run_parse(ParseJob(model=str(model), inputs=[str(jsonl)], output=str(tmp_path / "o")), progress=False)
+    assert "combining mark" in read_rejects(tmp_path / "o")[0]
 
 
 def test_blank_lines_are_no_records_in_text_and_jsonl_alike(model, tmp_path):

@@ -25,7 +25,7 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
 from .files import CorpusFormatError, atomic_open, text_lines
-from .ud import escape_spaces, file_label, ud_feats, ud_text
+from .ud import escape_spaces, file_label, ud_feats
 
 FORMATS = ("conllu", "conllx")
 # token.tag_ [+ the column kept as a morphological feature], see the module docstring
@@ -485,13 +485,10 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
     lines: list[str] = []
     multiword: dict[int, tuple[int, str, str]] = {}
     empty: dict[int, list[str]] = {}
-    # CoNLL-U's words and lemmas in NFC (UD's)
-    forms = [ud_text(w.text) if fmt == "conllu" else w.text for w in words]
-    lemmas = [ud_text(x) for x in record["lemma"]] if fmt == "conllu" else record["lemma"]
     if fmt == "conllu":
         # one line: the words, one space wherever whitespace follows one (a word's own is kept)
-        text = "".join(f + (" " if k + 1 < n and (w.whitespace_ or words[k + 1].i > w.i + 1)
-                            else "") for k, (f, w) in enumerate(zip(forms, words)))
+        text = "".join(w.text + (" " if k + 1 < n and (w.whitespace_ or words[k + 1].i > w.i + 1)
+                                 else "") for k, w in enumerate(words))
         # the input sentence's comments (its text regenerated), else an id and the text
         comments = [c if not c.startswith("# text =") else f"# text = {text}"
                     for c in (record.get("comments", []) if from_input else [])]
@@ -525,8 +522,8 @@ def _sentence_lines(span: Span, record: dict | None, fmt: str, number: int = 1,
             "\t".join(
                 [
                     str(i + 1),
-                    forms[i],
-                    lemmas[i],
+                    token.text,
+                    record["lemma"][i],
                     record["upos"][i],
                     record["xpos"][i],
                     record["feats"][i],

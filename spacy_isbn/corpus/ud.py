@@ -11,8 +11,8 @@
   any other whitespace as ``\\uXXXX`` (a no-break space is ``\\u00A0``), so the
   column holds no whitespace at all.
 * **FORM.**  A word may hold whitespace only between other characters, one at
-  a time, and never a tab or a line break (:func:`form_problem`); FORM, LEMMA
-  and ``# text`` are in Unicode NFC (:func:`ud_text`), as the validator checks.
+  a time, and never a tab or a line break (:func:`form_problem`); text is in
+  Unicode NFC (:func:`ud_text`), as the validator checks.
 """
 import re
 import unicodedata
@@ -70,6 +70,6 @@ def form_problem(form: str) -> str:
 
 
 def ud_text(text: str) -> str:
-    """``text`` in Unicode NFC, the form UD requires of FORM, LEMMA and
-    ``# text`` (the same text: NFC only changes how characters are encoded)."""
+    """``text`` in Unicode NFC, the form UD requires of FORM and ``# text``
+    (the same text: NFC only changes how its characters are encoded)."""
     return unicodedata.normalize("NFC", text)

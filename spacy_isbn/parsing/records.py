@@ -2,8 +2,8 @@
 line, or per blank-line-separated paragraph), JSONL (a ``text`` field, or
 pre-tokenised ``words``; every other field kept as metadata) or CoNLL-U
 (gold words and sentences, tags where given); files, directories and globs,
-``.gz`` too.  A blank line (whitespace only) is no record, in text as in
-JSONL.  A record that cannot be parsed (invalid JSON, bytes that are not
+``.gz`` too, their text in Unicode NFC (UD's form of it).  A blank line
+(whitespace only) is no record, in text as in JSONL.  A record that cannot be parsed (invalid JSON, bytes that are not
 UTF-8, an empty or enormous document, a given word that CoNLL-U cannot hold:
 a tab or line break in it, whitespace at its ends) is a :class:`Reject` with
 its file, line and reason; it keeps its number, so shards cover the same
@@ -19,7 +19,7 @@ from typing import Iterator, List, Optional, Union
 
 from ..corpus.conll import parse_block
 from ..corpus.files import BytesRead, CorpusFormatError, text_lines
-from ..corpus.ud import form_problem
+from ..corpus.ud import form_problem, ud_text
 from ..errors import UserError
 
 FORMATS = ("text", "jsonl", "conllu")
@@ -91,12 +91,11 @@ def read_records(files: List[Path], fmt: str = "auto", text_unit: str = "line",
         else:
             items = _text(path, lines, text_unit)
         for item in items:
-            reject = _rejected(item, max_chars) if isinstance(item, Record) else None
-            yield reject or item
+            yield _checked(item, max_chars) if isinstance(item, Record) else item
 
 
-def _rejected(record: Record, max_chars: int) -> Optional[Reject]:
-    """``record``'s reject, None if it can be parsed."""
+def _checked(record: Record, max_chars: int) -> Item:
+    """``record`` in Unicode NFC (UD's form of the same text), or its reject."""
     pieces = [record.text] if record.text is not None else record.words
     if not any(piece.strip() for piece in pieces):  # whitespace only is no text
         return Reject(record.where, "empty document", "empty document")
@@ -104,12 +103,21 @@ def _rejected(record: Record, max_chars: int) -> Optional[Reject]:
     if size > max_chars:
         return Reject(record.where, f"{size} characters: more than --max-chars {max_chars}",
                       "longer than --max-chars")
-    for i, word in enumerate(record.words or ()):
+    if record.text is not None:
+        record.text = ud_text(record.text)
+        return record
+    record.words = [ud_text(w) for w in record.words]
+    for i, word in enumerate(record.words):
         problem = form_problem(word) if word.strip() else ""  # whitespace only: spacing
         if problem:
             return Reject(record.where, f"word {i + 1} {word!r} {problem}",
                           "a word CoNLL-U cannot hold")
-    return None
+    spaces = record.spaces or [True] * len(record.words)
+    joined = "".join(w + " " * s for w, s in zip(record.words, spaces))
+    if ud_text(joined) != joined:
+        return Reject(record.where, "a word starts with a combining mark that joins the word "
+                      "before it in NFC (UD's), so no FORM can hold it", "a word CoNLL-U cannot hold")
+    return record
 
 
 def _lines(path: Path, bytes_read: Optional[BytesRead] = None) -> Iterator[Union[str, Reject]]:

@@ -89,7 +89,8 @@ def find_errors_cli(
     """Rank a treebank's arcs (and sentences) by how strongly the model prefers another head or label."""
     from ..evaluation.error_finding import find_errors
 
-    sentences_out = output_file(output_file(output).with_name(output.stem + ".sentences.tsv"))
+    sentences_out = output_file(output.with_name(output.stem + ".sentences.tsv"))
+    output_file(output)
     arcs, sents = find_errors(load_pipeline(model), _sentences(treebank), tags.value, where=model)
     _write_rows(output, ("sent_id", "id", "form", "head", "deprel", "suggested_head",
                          "suggested_deprel", "score"),

@@ -160,30 +160,6 @@ def test_underivable_trees_score_minus_infinity_with_a_reason(pipeline):
     assert numpy.isneginf(joined.parts[[2, 5]]).all() and numpy.isnan(joined.parts[[0, 1, 3, 4, 6]]).all()
 
 
-def test_the_old_names_warn_and_score_as_before(pipeline):
-    """tree_scores, tree_logprobs, doc_tree_scores, doc_tree_logprobs: deprecated."""
-    nlp, _ = pipeline
-    reranker = nlp.get_pipe("isbn_reranker")
-    doc = nlp("the dog barks . cats sleep .")
-    given = reranker.forced_derivations
-    items = given.trees_set_on([doc])
-    [scores] = given.score(items)
-    [scored] = reranker.score_trees([doc.copy()])
-    with pytest.warns(DeprecationWarning, match="tree_scores"):
-        [old] = reranker.tree_scores(items)
-    assert [s.logprob for s in old] == [s.logprob for s in scores]
-    with pytest.warns(DeprecationWarning, match="tree_logprobs"):
-        [logprobs] = reranker.tree_logprobs(items)
-    assert logprobs.tolist() == [s.logprob for s in scores]
-    with pytest.warns(DeprecationWarning, match="doc_tree_scores"):
-        [sents] = reranker.doc_tree_scores([doc])
-    assert [(start, end, s.logprob) for start, end, s in sents] == [
-        tuple(sent) for sent in scored._.isbn_sentences]
-    with pytest.warns(DeprecationWarning, match="doc_tree_logprobs"):
-        [(logprob, sentences)] = reranker.doc_tree_logprobs([doc])
-    assert (logprob, sentences) == (scored._.isbn_logprob, scored._.isbn_sentences)
-
-
 def _random_trees(doc, rng, n):
     """``n`` random trees per sentence of ``doc`` (each word's head a word
     placed before it in a random order), labelled as ``doc``."""

@@ -3,7 +3,6 @@ dependency trees over the arc-eager system, the lexicon learnt from them,
 their oracle derivations for training (conditional or generative), the
 scores of given trees (:meth:`DependencyPipe.score_trees`, by
 :class:`~.tree_scores.ForcedDerivations`) and word surprisal."""
-import warnings
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy
@@ -23,7 +22,7 @@ from ..transitions.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..transitions.projectivity import projectivize
 from .base import ISBNPipe
 from .surprisal import WordSurprisal
-from .tree_scores import ForcedDerivations, SentenceScore
+from .tree_scores import ForcedDerivations
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -277,36 +276,3 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
                 parts[start: start + len(s.parts)] = [None if numpy.isnan(p) else p for p in
                                                       numpy.asarray(s.parts, dtype="float64").tolist()]
             doc._.isbn_arc_logprobs = parts.tolist()
-
-    def _scores_set_on(self, docs: List[Doc]) -> List[List[Tuple[int, int, SentenceScore]]]:
-        """Per doc, (start, end, score) of each sentence of the trees set on it."""
-        items = self.forced_derivations.trees_set_on(docs)
-        return [[(s, e, score) for (s, e, _, _), score in zip(sents, scores)]
-                for (_, sents), scores in zip(items, self.forced_derivations.score(items))]
-
-    def tree_scores(self, items):
-        """Deprecated: ``forced_derivations.score(items)``."""
-        _deprecated("tree_scores", "forced_derivations.score")
-        return self.forced_derivations.score(items)
-
-    def tree_logprobs(self, items) -> List[numpy.ndarray]:
-        """Deprecated: per item its sentences' log-probs."""
-        _deprecated("tree_logprobs", "forced_derivations.score")
-        return [numpy.array([s.logprob for s in scores])
-                for scores in self.forced_derivations.score(items)]
-
-    def doc_tree_scores(self, docs: Iterable[Doc]):
-        """Deprecated: per doc, (start, end, score) of each sentence."""
-        _deprecated("doc_tree_scores", "score_trees")
-        return self._scores_set_on(list(docs))
-
-    def doc_tree_logprobs(self, docs: Iterable[Doc]) -> List[Tuple[float, List[List]]]:
-        """Deprecated: per doc its log-prob and sentences as [start, end, logprob]."""
-        _deprecated("doc_tree_logprobs", "score_trees")
-        return [(float(sum(s.logprob for _, _, s in sents)),
-                 [[start, end, s.logprob] for start, end, s in sents])
-                for sents in self._scores_set_on(list(docs))]
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)

@@ -226,6 +226,10 @@ def run(test_path: Path, systems: List[dict], output: Path, *, markdown: Optiona
     for system in systems:
         for model in system["models"]:
             nlp = spacy.load(model)  # each seed from its saved settings
+            if system.get("rerank") and "isbn_reranker" not in {
+                    nlp.get_pipe_meta(n).factory for n in nlp.pipe_names}:
+                print(f"{system['name']}: {model} has no isbn_reranker, the row is left out")
+                continue
             if shared is None and "from_text" in sections:
                 source = nlp if tokenizer is None else spacy.load(tokenizer)
                 shared = (source.config["nlp"]["tokenizer"],

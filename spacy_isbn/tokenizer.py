@@ -35,6 +35,8 @@ from .corpus.conll import CONLL_KEY, MULTIWORD_KEY, SENTENCES_KEY
 # a character's label: inside the word, starts a token, starts a word of the same token
 INSIDE, TOKEN_START, WORD_START = 0, 1, 2
 N_LABELS = 3
+# the features' version, saved with the weights: weights of other features are refused
+FEATURES_VERSION = 2
 
 _CHUNK = re.compile(r"\S+")
 _MASK = numpy.uint64(0xFFFFFFFFFFFFFFFF)
@@ -104,7 +106,9 @@ class _Hashes:
 
 
 def _symbols(text: str) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    """The text's code points, lower-cased code points and classes, padded."""
+    """The text's code points, lower-cased code points and classes, padded;
+    all whitespace reads as a space (training texts join sentences with
+    spaces, a user's text has line breaks and tabs there too)."""
     codes = numpy.frombuffer(text.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64)
     lower = numpy.empty_like(codes)
     classes = numpy.empty_like(codes)
@@ -116,6 +120,8 @@ def _symbols(text: str) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
         chars = [chr(int(c)) for c in other]
         lower[~ascii_] = numpy.array([ord(ch.lower()[0]) for ch in chars], numpy.uint64)[inverse]
         classes[~ascii_] = numpy.array([_class_of(ch) for ch in chars], numpy.uint64)[inverse]
+    space = classes == _ASCII_CLASS[32]
+    codes[space] = lower[space] = 32
     pad = numpy.full(_PAD, 0x110000, dtype=numpy.uint64)  # beyond Unicode: the text's edge
     return tuple(numpy.concatenate([pad, a, pad]) for a in (codes, lower, classes))
 
@@ -298,10 +304,16 @@ class CharTokenizer:
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         weights = None if self.weights is None else self._sparse()
-        return srsly.msgpack_dumps({"cfg": self.cfg, "weights": weights})
+        return srsly.msgpack_dumps({"cfg": self.cfg, "weights": weights,
+                                    "features": FEATURES_VERSION})
 
     def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "CharTokenizer":
         msg = srsly.msgpack_loads(data)
+        if msg["weights"] is not None and msg.get("features", 1) != FEATURES_VERSION:
+            raise ValueError(
+                f"the tokenizer's weights were fitted on features of version "
+                f"{msg.get('features', 1)}, this spacy-isbn computes version {FEATURES_VERSION}: "
+                "fit it again (spacy-isbn fit-tokenizer, or train the pipeline again)")
         self.cfg.update(msg["cfg"])
         self.weights = None
         if msg["weights"] is not None:

@@ -138,3 +138,32 @@ def test_a_blank_line_starts_a_sentence(nlp):
         assert not any(t.is_sent_start for t in nlp("They don't know\n\nI don't.")[1:])
     finally:
         nlp.tokenizer.cfg["paragraph_breaks"] = True
+
+
+def test_any_whitespace_reads_as_a_space(nlp):
+    """Training texts join sentences with spaces; a user's has line breaks and tabs."""
+    spaced = [t.text for t in nlp("They don't send e-mail. You don't know.") if not t.is_space]
+    broken = [t.text for t in nlp("They don't send e-mail.\nYou\tdon't know.") if not t.is_space]
+    assert broken == spaced
+
+
+def test_weights_of_other_features_are_refused(nlp):
+    import srsly
+
+    msg = srsly.msgpack_loads(nlp.tokenizer.to_bytes())
+    msg["features"] = 1
+    with pytest.raises(ValueError, match="fit it again"):
+        nlp.tokenizer.from_bytes(srsly.msgpack_dumps(msg))
+
+
+def test_tokenization_scores_on_a_files_text(nlp, tmp_path):
+    from spacy_isbn.evaluation.raw_text import tokenization_scores
+
+    rows = ["# newdoc", "# text = I don't like e-mail.", "1\tI\t_\t_\t_\t_\t3\tnsubj\t_\t_",
+            "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_", "2\tdo\t_\t_\t_\t_\t4\taux\t_\t_",
+            "3\tn't\t_\t_\t_\t_\t4\tadvmod\t_\t_", "4\tlike\t_\t_\t_\t_\t0\troot\t_\t_",
+            "5\te-mail\t_\t_\t_\t_\t4\tobj\t_\tSpaceAfter=No", "6\t.\t_\t_\t_\t_\t4\tpunct\t_\t_", ""]
+    (tmp_path / "t.conllu").write_text("\n".join(rows) + "\n", encoding="utf8")
+    scores = tokenization_scores(nlp.tokenizer, tmp_path / "t.conllu")
+    assert (scores["tokens"]["gold"], scores["words"]["gold"]) == (5, 6)
+    assert scores["tokens"]["f1"] == scores["words"]["f1"] == 100.0

@@ -306,10 +306,13 @@ def fit_tokenizer_cli(
     config: Path = Arg(..., help="a training config whose [nlp.tokenizer] to fit", **IN_FILE),
     train: Path = Arg(..., help="the training corpus (.spacy)", **IN_FILE),
     output: Path = Arg(..., help="the pipeline to write: the fitted tokenizer alone"),
+    dev: Optional[Path] = Opt(None, "--dev", **IN_FILE, help="a CoNLL-U file: score the fitted tokenizer on its documents' text"),
+    metrics_out: Optional[Path] = Opt(None, "--metrics-out", dir_okay=False, help="the --dev scores as JSON"),
 ):
     """The config's tokenizer alone, fitted on the training corpus (as
     spacy train fits it): a pipeline that tokenizes text as the treebank
-    does, and the one tokenizer raw-benchmark can give every system."""
+    does, and the one tokenizer raw-benchmark can give every system; with
+    --dev, its Tokens and Words F1 on that file's text (CoNLL 2018 spans)."""
     from spacy.training import Example
 
     resolved = spacy.util.load_config(config, interpolate=True)
@@ -320,6 +323,15 @@ def fit_tokenizer_cli(
     nlp.tokenizer.initialize(lambda: (Example(doc, doc) for doc in docs), nlp=nlp)
     nlp.to_disk(output)
     print(f"{config}'s tokenizer fitted on {len(docs)} docs of {train} -> {output}")
+    if dev is not None:
+        from ..evaluation.raw_text import tokenization_scores
+
+        scores = {"config": str(config), "train": str(train), "dev": str(dev),
+                  "settings": dict(resolved["nlp"]["tokenizer"]),
+                  **tokenization_scores(nlp.tokenizer, dev)}
+        print(f"{dev}: Tokens F1 {scores['tokens']['f1']:.2f}, Words F1 {scores['words']['f1']:.2f}")
+        if metrics_out is not None:
+            write_json(metrics_out, scores)
 
 
 @app.command("baseline-config")

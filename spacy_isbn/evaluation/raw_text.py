@@ -26,8 +26,9 @@ from spacy.training import Example
 
 from . import conll18
 from .documents import document_sizes
-from .metrics import score_conll18
-from ..corpus.conll import conll_blocks, parse_block, read_conll, resolve_format, sentences_to_docs
+from .metrics import prf, score_conll18
+from ..corpus.conll import (MULTIWORD_KEY, conll_blocks, parse_block, read_conll, resolve_format,
+                            sentences_to_docs)
 from ..corpus.files import project_path, write_json, write_text
 from ..corpus.readers import words_doc
 
@@ -128,6 +129,52 @@ def _token_text(sent) -> str:
         out.append(form + (" " if sent.spaces[last] and last + 1 < len(sent.words) else ""))
         i = last + 1
     return "".join(out)
+
+
+def tokenization_scores(tokenizer, path: Path) -> dict:
+    """Tokens and Words F1 of ``tokenizer`` on the documents' text of the
+    CoNLL-U file ``path`` (the CoNLL 2018 spans over the characters without
+    whitespace; a multi-word token one token of several words)."""
+    test = _Test(Path(path), None, "postag")
+    counts = {"tokens": [0, 0, 0], "words": [0, 0, 0]}  # gold, system, correct
+    for group, text in zip(test.groups, test.texts):
+        gold_tokens, gold_words, position = set(), set(), 0
+        for sent in group:
+            ranges = {first: (last, form) for first, last, form, *_ in sent.multiword}
+            i = 0
+            while i < len(sent.words):
+                last, form = ranges.get(i, (i, sent.words[i]))
+                end = position + len("".join(form.split()))
+                gold_tokens.add((position, end))
+                for k in range(i, last + 1):  # a multi-word token's words: their forms' spans
+                    size = end - position if last == i else len("".join(sent.words[k].split()))
+                    gold_words.add((position, position + size, k - i))
+                    position += size
+                position = end
+                i = last + 1
+        doc = tokenizer(text)
+        inner = {k for a, b in doc.user_data.get(MULTIWORD_KEY, ()) for k in range(a + 1, b + 1)}
+        tokens, words, position, token_start, k = [], set(), 0, 0, 0
+        for t in doc:
+            if t.is_space:
+                continue
+            size = len("".join(t.text.split()))
+            if t.i in inner:
+                tokens[-1] = (tokens[-1][0], position + size)
+                k += 1
+            else:
+                tokens.append((position, position + size))
+                k = 0
+            words.add((position, position + size, k))
+            position += size
+        for key, gold, system in (("tokens", gold_tokens, set(tokens)),
+                                  ("words", gold_words, words)):
+            counts[key][0] += len(gold)
+            counts[key][1] += len(system)
+            counts[key][2] += len(gold & system)
+    return {key: {**prf(correct, n_system, n_gold), "gold": n_gold, "system": n_system,
+                  "correct": correct}
+            for key, (n_gold, n_system, correct) in counts.items()}
 
 
 def _system_sentences(docs: Iterable) -> list:

@@ -32,8 +32,7 @@ FORMATS = ("conllu", "conllx")
 CONLLX_TAGS = ("postag", "cpostag", "postag+cpostag", "cpostag+postag")
 SENTENCES_KEY = "isbn_sentences"
 CONLL_KEY = "isbn_conll"
-# a Doc from text (spacy_isbn.tokenizer): each multi-word token's first and last token
-MULTIWORD_KEY = "isbn_multiword"
+MULTIWORD_KEY = "isbn_multiword"  # a Doc from text: each multi-word token's first, last token
 
 _N_COLS = 10
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
@@ -554,20 +553,15 @@ def _spacing(token, fmt: str) -> str:
 
 
 def _tokenizer_multiwords(words, misc: list[str]) -> list[list]:
-    """The multi-word tokens the tokenizer marked among ``words`` (those of
-    one sentence), as the converter keeps them: first and last word, form,
-    MISC.  The token's spacing moves from its last word to its range line
-    and its words keep none, as UD has it; a token cut by a sentence
-    boundary is left out."""
-    if not words:
-        return []
+    """The tokenizer's multi-word tokens among one sentence's ``words`` as the converter
+    keeps them (first and last word, form, MISC: the token's spacing, its words keeping
+    none, as UD has it); one cut by a sentence boundary is left out."""
     position = {token.i: k for k, token in enumerate(words)}
     multiword = []
-    for first, last in words[0].doc.user_data.get(MULTIWORD_KEY, ()):
+    for first, last in words[0].doc.user_data.get(MULTIWORD_KEY, ()) if words else ():
         if first in position and last in position:
             a, b = position[first], position[last]
-            form = "".join(w.text for w in words[a:b + 1])
-            multiword.append([a, b, form, misc[b]])
+            multiword.append([a, b, "".join(w.text for w in words[a:b + 1]), misc[b]])
             misc[a:b + 1] = ["_"] * (b + 1 - a)
     return multiword
 

@@ -7,6 +7,8 @@ setup(
         [
             Extension("spacy_isbn.transitions._arena", ["spacy_isbn/transitions/_arena.pyx"]),
             Extension("spacy_isbn.transitions._arc_eager", ["spacy_isbn/transitions/_arc_eager.pyx"]),
+            Extension("spacy_isbn.transitions._arc_eager_oracles",
+                      ["spacy_isbn/transitions/_arc_eager_oracles.pyx"]),
             Extension("spacy_isbn.transitions._left_corner",
                       ["spacy_isbn/transitions/_left_corner.pyx"]),
             # -ffast-math only when compiling (see the module's docstring)

@@ -18,53 +18,11 @@ from libc.string cimport memcpy
 
 from ._arena cimport MAX_FEATS, WORD_WIDTH, StatesArena
 from ._arena import check_word_rows
+from ._arc_eager_oracles cimport costs, oracle
+from ._arc_eager_state cimport (INTS_PER_NODE, LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT,
+                                NONE_ID, REDUCE, RIGHT, ROOT_ID, SHIFT, UNK_ID, StateC)
 
 import numpy
-
-cdef enum:
-    SHIFT = 0
-    LEFT = 1
-    RIGHT = 2
-    REDUCE = 3
-    # per-node arrays: stack, heads, labels, lchild, rchild, last_top,
-    # last_front, shift_state, form, tag, pos, out_tag, out_bundle, then the
-    # MAX_FEATS feature ids
-    INTS_PER_NODE = 13 + MAX_FEATS
-    # input-id values shared with the lexicon
-    NONE_ID = 0
-    UNK_ID = 1
-    ROOT_ID = 2
-    # label masks (see arc_eager.LABELS_*)
-    LABELS_LEFT = 0
-    LABELS_RIGHT = 1
-    LABELS_ROOT = 2
-
-
-cdef struct StateC:
-    int cap
-    int front
-    int stack_len
-    int n_root_deps
-    int n_headless
-    int prev_state
-    int prev_action
-    int popped
-    int* block
-    int* stack
-    int* heads
-    int* labels
-    int* lchild
-    int* rchild
-    int* last_top
-    int* last_front
-    int* shift_state
-    int* form
-    int* tag
-    int* pos
-    int* out_tag
-    int* out_bundle
-    int* feats
-
 
 cdef StateC* _alloc(int cap) noexcept nogil:
     """The struct and its arrays in one allocation."""
@@ -245,11 +203,6 @@ cdef void _sources(const StateC* st, int* out) noexcept nogil:
     out[4] = st.last_top[lcf] if lcf >= 0 else -1
     out[5] = st.last_top[h] if h >= 0 else -1
     out[6] = st.last_front[s] if s > 0 else -1
-
-
-# the static oracle (training derivations) and the dynamic one (costs, for
-# training with exploration)
-include "_arc_eager_oracles.pxi"
 
 
 cdef void _free_item(void* st) noexcept nogil:
@@ -517,17 +470,17 @@ cdef class ArcEagerStates(StatesArena):
 
     def oracle(self, long handle, const int[:] gold_heads):
         """The static oracle's action (``gold_heads[i]``: head of word i, 0 = root)."""
-        return _oracle(self._get(handle), &gold_heads[0])
+        return oracle(self._get(handle), &gold_heads[0])
 
     def costs(self, const long[:] handles, const int[:] gold_heads, const long[:] gold_start,
               const int[:] n_words, int[:, ::1] out):
         """The dynamic oracle's cost of each action per configuration (see
-        ``_costs``): configuration i's sentence has ``n_words[i]`` words whose
+        ``costs``): configuration i's sentence has ``n_words[i]`` words whose
         heads (0 = the root node) are ``gold_heads[gold_start[i] + k]`` for
         word k (entry 0 unused)."""
         cdef Py_ssize_t i
         for i in range(handles.shape[0]):
-            _costs(self._get(handles[i]), &gold_heads[gold_start[i]], n_words[i],
+            costs(self._get(handles[i]), &gold_heads[gold_start[i]], n_words[i],
                    self.multiroot, &out[i, 0])
 
     def derive(self, const long[:] handles, const int[:, ::1] gold_heads,
@@ -567,7 +520,7 @@ cdef class ArcEagerStates(StatesArena):
             _sources(st, &src[t, 0])
             self._features(st, &feats[t, 0])
             _legal(st, self.multiroot, False, &masks[t, 0])
-            act = _oracle(st, &gold_heads[0])
+            act = oracle(st, &gold_heads[0])
             if not masks[t, act]:
                 raise ValueError(
                     f"tree is not derivable by arc-eager ({['SHIFT', 'LEFT', 'RIGHT', 'REDUCE'][act]}"

@@ -1,6 +1,10 @@
-# Included by _arc_eager.pyx (its StateC and decision codes): the arc-eager oracles.
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The arc-eager oracles: the static one (training derivations) and the
+dynamic one (per action the gold arcs it loses, for training with
+exploration), over the configuration of ``_arc_eager_state.pxd``."""
+from ._arc_eager_state cimport LEFT, REDUCE, RIGHT, SHIFT, StateC
 
-cdef int _oracle(const StateC* st, const int* gold_heads) noexcept nogil:
+cdef int oracle(const StateC* st, const int* gold_heads) noexcept nogil:
     """The static arc-eager oracle's action."""
     cdef int s = st.stack[st.stack_len - 1]
     cdef int f = st.front
@@ -21,7 +25,7 @@ cdef int _oracle(const StateC* st, const int* gold_heads) noexcept nogil:
     return SHIFT
 
 
-cdef bint _on_stack(const StateC* st, int node) noexcept nogil:
+cdef inline bint _on_stack(const StateC* st, int node) noexcept nogil:
     cdef int i
     for i in range(st.stack_len):
         if st.stack[i] == node:
@@ -29,7 +33,7 @@ cdef bint _on_stack(const StateC* st, int node) noexcept nogil:
     return False
 
 
-cdef void _costs(const StateC* st, const int* gold, int n, bint multiroot,
+cdef void costs(const StateC* st, const int* gold, int n, bint multiroot,
                  int* out) noexcept nogil:
     """The dynamic oracle (Goldberg & Nivre 2012): per action, the gold arcs
     (unlabelled) it makes unreachable from this configuration; ``gold[k]``:

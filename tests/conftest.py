@@ -10,6 +10,17 @@ from spacy.training import Example
 DATA_DIR = Path(os.environ.get("SPACY_ISBN_DATA", Path(__file__).parents[1] / ".." / "shared" / "data"))
 PTB_DIR = DATA_DIR / "ptb-sample" / "combined"  # the WSJ sample
 
+
+def require_ptb() -> Path:
+    """The WSJ sample's folder.  A machine without the team's data folder at
+    all skips the real-data tests; one that has it but not the sample fails
+    them, as that is a broken data folder, not a missing one."""
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"no data folder at {DATA_DIR} (set SPACY_ISBN_DATA)")
+    if not PTB_DIR.is_dir():
+        pytest.fail(f"the data folder {DATA_DIR} has no WSJ sample at {PTB_DIR}")
+    return PTB_DIR
+
 # (words, tags, heads as absolute 0-based indices, labels)
 TINY_TREEBANK = [
     ("the dog barks".split(), ["DT", "NN", "VBZ"], [1, 2, 2], ["det", "nsubj", "root"]),

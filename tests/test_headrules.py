@@ -5,7 +5,7 @@ from spacy_isbn.corpus.headrules import PUNCT_TAGS, head_child, tree_heads
 from spacy_isbn.corpus.ptb import parse_bracketed, read_ptb
 from spacy_isbn.dbn.levels import check_heads, gold_levels
 
-from .conftest import PTB_DIR
+from .conftest import PTB_DIR, require_ptb
 
 
 def heads_of(text):
@@ -45,8 +45,7 @@ def test_empty_constituent_is_an_error():
 
 
 def test_every_sample_tree_converts_to_a_projective_tree():
-    if not PTB_DIR.is_dir():
-        pytest.skip(f"WSJ sample not found at {PTB_DIR}")
+    require_ptb()
     n = 0
     for path in sorted(PTB_DIR.glob("wsj_*.mrg")):
         for tree in read_ptb(path):

@@ -8,7 +8,7 @@ from spacy_isbn.transitions.left_corner import (
 )
 
 from . import left_corner_reference as reference
-from .conftest import PTB_DIR
+from .conftest import PTB_DIR, require_ptb
 
 MARY = "(S (NP (NNP Mary)) (VP (VBZ runs) (RB often)))"
 DOG = "(S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .))"
@@ -150,8 +150,7 @@ def test_collapsed_unaries_are_one_projection_and_come_back():
 
 @pytest.fixture(scope="module")
 def all_trees():
-    if not PTB_DIR.is_dir():
-        pytest.skip(f"WSJ sample not found at {PTB_DIR}")
+    require_ptb()
     trees = [t for split in SPLIT_FILES for t in read_split(PTB_DIR, split)]
     assert len(trees) == 3914
     return trees

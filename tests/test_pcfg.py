@@ -9,7 +9,7 @@ from spacy_isbn.constituency.report import build_report, render_markdown, result
 from spacy_isbn.constituency.right_branching import RightBranching
 from spacy_isbn.evaluation.parseval import score_trees
 
-from .conftest import PTB_DIR
+from .conftest import PTB_DIR, require_ptb
 
 TOY = parse_bracketed("""
 (S (NP (DT the) (NN dog)) (VP (VBZ sees) (NP (DT a) (NN cat))) (. .))
@@ -129,8 +129,7 @@ def test_commands_end_to_end(tmp_path, capsys):
 
 
 def test_pcfg_on_the_sample_beats_right_branching():
-    if not PTB_DIR.is_dir():
-        pytest.skip(f"WSJ sample not found at {PTB_DIR}")
+    require_ptb()
     train, dev = read_split(PTB_DIR, "train"), read_split(PTB_DIR, "dev")
     short = [t for t in dev if len(t.leaves()) <= 15][:25]
     grammar = Pcfg.train(train, PcfgVariant(1, False))

@@ -10,7 +10,7 @@ from spacy_isbn.corpus.ptb import (
     read_split, to_bracketed, tree_to_doc,
 )
 
-from .conftest import PTB_DIR
+from .conftest import PTB_DIR, require_ptb
 
 RAW = """( (S
     (NP-SBJ-1 (NNP Mr.) (NNP Vinken) )
@@ -83,8 +83,7 @@ def test_head_fraction_is_a_nested_prefix():
 
 @pytest.fixture(scope="module")
 def sample():
-    if not PTB_DIR.is_dir():
-        pytest.skip(f"WSJ sample not found at {PTB_DIR}")
+    require_ptb()
     return {split: read_split(PTB_DIR, split) for split in SPLIT_FILES}
 
 

@@ -36,7 +36,7 @@ from .corpus.conll import CONLL_KEY, MULTIWORD_KEY, SENTENCES_KEY
 INSIDE, TOKEN_START, WORD_START = 0, 1, 2
 N_LABELS = 3
 # the features' version, saved with the weights: weights of other features are refused
-FEATURES_VERSION = 2
+FEATURES_VERSION = 3
 
 _CHUNK = re.compile(r"\S+")
 _MASK = numpy.uint64(0xFFFFFFFFFFFFFFFF)
@@ -105,10 +105,12 @@ class _Hashes:
         return self.powers[end - 1] * (self.sums[end] - self.sums[start])
 
 
-def _symbols(text: str) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    """The text's code points, lower-cased code points and classes, padded;
-    all whitespace reads as a space (training texts join sentences with
-    spaces, a user's text has line breaks and tabs there too)."""
+def _symbols(text: str) -> Tuple[numpy.ndarray, ...]:
+    """The text as the features read it: its code points, lower-cased code
+    points and classes, each run of whitespace one space and the text framed
+    by one space and the edge's padding (training texts join sentences by a
+    space and end in one; a user's have line breaks, tabs, blank lines and
+    no final space); and where each character of the text is in it."""
     codes = numpy.frombuffer(text.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64)
     lower = numpy.empty_like(codes)
     classes = numpy.empty_like(codes)
@@ -121,9 +123,17 @@ def _symbols(text: str) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
         lower[~ascii_] = numpy.array([ord(ch.lower()[0]) for ch in chars], numpy.uint64)[inverse]
         classes[~ascii_] = numpy.array([_class_of(ch) for ch in chars], numpy.uint64)[inverse]
     space = classes == _ASCII_CLASS[32]
-    codes[space] = lower[space] = 32
-    pad = numpy.full(_PAD, 0x110000, dtype=numpy.uint64)  # beyond Unicode: the text's edge
-    return tuple(numpy.concatenate([pad, a, pad]) for a in (codes, lower, classes))
+    # a run's first whitespace stays, as a space; none before the first word or after the last
+    keep = ~space | ~numpy.concatenate([[True], space[:-1]])
+    keep[numpy.flatnonzero(~space).max() + 1:] = False
+    index = numpy.cumsum(keep) + _PAD  # a kept character's place: after the edge and the frame
+    edge = numpy.full(_PAD, 0x110000, dtype=numpy.uint64)  # beyond Unicode: the text's edge
+    frame = numpy.array([32], dtype=numpy.uint64)
+    views = []
+    for array, blank in ((codes, frame), (lower, frame), (classes, _ASCII_CLASS[[32]])):
+        array = numpy.where(space, blank[0], array)[keep]
+        views.append(numpy.concatenate([edge, blank, array, blank, edge]))
+    return (*views, index)
 
 
 def _chunks(text: str) -> Tuple[numpy.ndarray, numpy.ndarray]:
@@ -168,15 +178,15 @@ def featurize(text: str, n_buckets: int
     positions, chunk_of, starts, ends = decision_positions(text)
     if not len(positions):
         return numpy.zeros((0, N_TEMPLATES), numpy.int64), positions, starts, ends
-    codes, lower, classes = _symbols(text)
-    at = positions + _PAD
+    codes, lower, classes, index = _symbols(text)
+    at = index[positions]
     columns: List[numpy.ndarray] = []
     for symbols, windows in ((codes, _RAW_WINDOWS), (lower, _LOWER_WINDOWS),
                              (classes, _CLASS_WINDOWS)):
         hashes = _Hashes(symbols)
         columns += [hashes.of(at + lo, at + hi) for lo, hi in windows]
     lower_hashes = _Hashes(lower)
-    chunk_start, chunk_end = starts[chunk_of] + _PAD, ends[chunk_of] + _PAD
+    chunk_start, chunk_end = index[starts][chunk_of], index[ends - 1][chunk_of] + 1
     before = numpy.minimum(at - chunk_start, 7).astype(numpy.uint64)
     after = numpy.minimum(chunk_end - at, 7).astype(numpy.uint64)
     pair = classes[at - 1] * numpy.uint64(16) + classes[at]
@@ -210,6 +220,10 @@ def reference_labels(doc: Doc) -> Tuple[str, numpy.ndarray]:
     for first, last in doc.user_data.get(MULTIWORD_KEY, ()):
         labels[[doc[k].idx for k in range(first + 1, last + 1)]] = WORD_START
     return text, labels
+
+
+class FeaturesVersionError(ValueError):
+    """Saved weights of features this version does not compute."""
 
 
 class CharTokenizer:
@@ -310,10 +324,9 @@ class CharTokenizer:
     def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "CharTokenizer":
         msg = srsly.msgpack_loads(data)
         if msg["weights"] is not None and msg.get("features", 1) != FEATURES_VERSION:
-            raise ValueError(
+            raise FeaturesVersionError(
                 f"the tokenizer's weights were fitted on features of version "
-                f"{msg.get('features', 1)}, this spacy-isbn computes version {FEATURES_VERSION}: "
-                "fit it again (spacy-isbn fit-tokenizer, or train the pipeline again)")
+                f"{msg.get('features', 1)}, this spacy-isbn computes version {FEATURES_VERSION}")
         self.cfg.update(msg["cfg"])
         self.weights = None
         if msg["weights"] is not None:
@@ -328,7 +341,13 @@ class CharTokenizer:
         (path / "model.msgpack").write_bytes(self.to_bytes())
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "CharTokenizer":
-        return self.from_bytes((Path(path) / "model.msgpack").read_bytes())
+        try:
+            return self.from_bytes((Path(path) / "model.msgpack").read_bytes())
+        except FeaturesVersionError as err:
+            model = Path(path).parent
+            raise FeaturesVersionError(
+                f"{model}: {err}; refit it in place: spacy-isbn fit-tokenizer "
+                f"{model / 'config.cfg'} TRAIN.spacy {model}") from None
 
     def _sparse(self) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The rows features reached (most buckets are never hashed to)."""

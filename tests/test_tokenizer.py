@@ -2,7 +2,7 @@
 system tokenized its own way."""
 import spacy
 from hypothesis import given, settings, strategies as st
-from spacy.tokens import Doc
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from spacy_isbn.corpus.conll import CONLL_KEY, MULTIWORD_KEY, SENTENCES_KEY, conll_blocks, parse_block
@@ -152,8 +152,28 @@ def test_weights_of_other_features_are_refused(nlp):
 
     msg = srsly.msgpack_loads(nlp.tokenizer.to_bytes())
     msg["features"] = 1
-    with pytest.raises(ValueError, match="fit it again"):
+    with pytest.raises(ValueError, match="features of version 1"):
         nlp.tokenizer.from_bytes(srsly.msgpack_dumps(msg))
+
+
+def test_a_pipeline_with_an_outdated_tokenizer_says_how_to_refit_it_in_place(nlp, tmp_path):
+    """The error names the pipeline and the command; fit-tokenizer into the
+    pipeline replaces its tokenizer alone, and it loads again."""
+    import srsly
+
+    from spacy_isbn.cli import main
+
+    model = tmp_path / "model"
+    nlp.to_disk(model)
+    msg = srsly.read_msgpack(model / "tokenizer" / "model.msgpack")
+    msg["features"] = 1
+    srsly.write_msgpack(model / "tokenizer" / "model.msgpack", msg)
+    with pytest.raises(ValueError, match=f"refit it in place: spacy-isbn fit-tokenizer"):
+        spacy.load(model)
+    refs = [_reference(nlp.vocab, w, m) for w, m in zip(SENTENCES, MULTIWORD)] * 5
+    DocBin(store_user_data=True, docs=refs).to_disk(tmp_path / "train.spacy")
+    main(["fit-tokenizer", str(model / "config.cfg"), str(tmp_path / "train.spacy"), str(model)])
+    assert [t.text for t in spacy.load(model)("They don't know.")] == ["They", "do", "n't", "know", "."]
 
 
 def test_tokenization_scores_on_a_files_text(nlp, tmp_path):
@@ -167,3 +187,11 @@ def test_tokenization_scores_on_a_files_text(nlp, tmp_path):
     scores = tokenization_scores(nlp.tokenizer, tmp_path / "t.conllu")
     assert (scores["tokens"]["gold"], scores["words"]["gold"]) == (5, 6)
     assert scores["tokens"]["f1"] == scores["words"]["f1"] == 100.0
+
+
+def test_a_texts_edges_and_blank_lines_read_as_the_space_between_sentences(nlp):
+    """Training texts join sentences by one space and end in one; a user's
+    ends without and has blank lines: the words split the same."""
+    joined = [t.text for t in nlp("They don't know. I don't like e-mail. ") if not t.is_space]
+    assert [t.text for t in nlp("They don't know.\n\n  I don't like e-mail.")
+            if not t.is_space] == joined

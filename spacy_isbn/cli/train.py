@@ -305,14 +305,16 @@ def train_config_cli(
 def fit_tokenizer_cli(
     config: Path = Arg(..., help="a training config whose [nlp.tokenizer] to fit", **IN_FILE),
     train: Path = Arg(..., help="the training corpus (.spacy)", **IN_FILE),
-    output: Path = Arg(..., help="the pipeline to write: the fitted tokenizer alone"),
+    output: Path = Arg(..., help="the pipeline to write (the fitted tokenizer alone), or a saved pipeline whose tokenizer to replace"),
     dev: Optional[Path] = Opt(None, "--dev", **IN_FILE, help="a CoNLL-U file: score the fitted tokenizer on its documents' text"),
     metrics_out: Optional[Path] = Opt(None, "--metrics-out", dir_okay=False, help="the --dev scores as JSON"),
 ):
     """The config's tokenizer alone, fitted on the training corpus (as
     spacy train fits it): a pipeline that tokenizes text as the treebank
     does, and the one tokenizer raw-benchmark can give every system; with
-    --dev, its Tokens and Words F1 on that file's text (CoNLL 2018 spans)."""
+    --dev, its Tokens and Words F1 on that file's text (CoNLL 2018 spans).
+    Given a saved pipeline as OUTPUT, only its tokenizer is written: how a
+    pipeline whose tokenizer an older spacy-isbn fitted is brought up to date."""
     from spacy.training import Example
 
     resolved = spacy.util.load_config(config, interpolate=True)
@@ -321,7 +323,10 @@ def fit_tokenizer_cli(
         raise CliError(f"{config}: its tokenizer ({resolved['nlp']['tokenizer']}) is not fitted to data")
     docs = read_docbin(train, nlp.vocab)
     nlp.tokenizer.initialize(lambda: (Example(doc, doc) for doc in docs), nlp=nlp)
-    nlp.to_disk(output)
+    if (Path(output) / "config.cfg").exists():
+        nlp.tokenizer.to_disk(Path(output) / "tokenizer")
+    else:
+        nlp.to_disk(output)
     print(f"{config}'s tokenizer fitted on {len(docs)} docs of {train} -> {output}")
     if dev is not None:
         from ..evaluation.raw_text import tokenization_scores

@@ -19,7 +19,7 @@ over arcs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Sequence
+from typing import Sequence
 
 import numpy
 from spacy.strings import hash_string
@@ -58,24 +58,9 @@ class BatchFeatures:
     offsets: numpy.ndarray
 
 
-class _Hashes:
-    """Stable 32-bit ids of strings (spaCy's hash), cached."""
-
-    def __init__(self):
-        self.cache: Dict[str, int] = {}
-
-    def __call__(self, strings) -> numpy.ndarray:
-        cache = self.cache
-        out = []
-        for s in strings:
-            value = cache.get(s)
-            if value is None:
-                value = cache[s] = hash_string(s) & 0xFFFFFFFF
-            out.append(value)
-        return numpy.array(out, dtype=_U)
-
-
-_hash = _Hashes()
+def _hash(strings) -> numpy.ndarray:
+    """Stable 32-bit ids of strings (spaCy's hash)."""
+    return numpy.fromiter((hash_string(s) & 0xFFFFFFFF for s in strings), dtype=_U)
 
 
 def _mix(*columns: numpy.ndarray) -> numpy.ndarray:

@@ -1,10 +1,9 @@
-"""Tests for the benchmark (spacy_isbn.evaluation's systems, documents,
-speed, training_time, baseline, benchmark and benchmark_report) on tiny
-pipelines trained in the tests; timings are checked for sense, not speed."""
+"""Tests for the benchmark (spacy_isbn.evaluation's raw_text, benchmark_report,
+documents, training_time and baseline) on tiny pipelines trained in the
+tests; timings are checked for sense, not speed."""
 import os
 import subprocess
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -14,37 +13,9 @@ from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
 from spacy_isbn.corpus.conll import read_conll
-from spacy_isbn.evaluation import benchmark as bm
-from spacy_isbn.evaluation import baseline, benchmark_report, documents, speed, training_time
-from spacy_isbn.evaluation import systems as names
+from spacy_isbn.evaluation import baseline, benchmark_report, documents, training_time
 
 from .conftest import TINY_TREEBANK, make_doc
-
-def metrics(las, f1=50.0):
-    by_length = {name: {"precision": f1, "recall": f1, "f1": f1, "gold": 10, "pred": 10, "correct": 5}
-                 for name in ("root", "1", "2", "3-6", ">6")}
-    return {"las": las, "uas": las + 5, "las_with_punct": las - 1, "uas_with_punct": las + 4,
-            "n_words": 100, "root": dict(by_length["root"]), "by_length": by_length,
-            "sents": {"f1": 100.0}}
-
-
-def fake_result(with_isbn_timing=False):
-    systems = {}
-    for setting in ("gold", "pipeline"):
-        for parser, beam, wps, ratio, las in ((names.SPACY, None, 10000.0, 1.0, 80.0),
-                                              (names.ISBN, 1, 500.0, 0.05, 78.0),
-                                              (names.ISBN, 10, 100.0, 0.01, 81.0)):
-            systems[names.system_name(parser, beam, setting)] = {
-                "parser": parser, "beam": beam, "setting": setting, "metrics": metrics(las),
-                "words_per_second": wps, "ratio_to_spacy": ratio,
-                "peak_memory_bytes": 3 * 1024 * 1024}
-    timing = {"seconds_total": 100.0, "last_step": 800, "best_step": 600, "best_score": 0.74,
-              "seconds_to_best": 80.5, "seconds_to_best_estimate": 75.0}
-    return {"treebank": "ewt", "words": 1234, "systems": systems,
-            "training": {names.TRAINED["baseline"]: timing,
-                         names.TRAINED["isbn"]: dict(timing) if with_isbn_timing else None},
-            "method": {"speed": "median of rounds"}}
-
 
 ROWS = [{"epoch": e, "step": step, "score": score, "seconds": 10.0 * (e + 4)}
         for e, (step, score) in enumerate([(0, 0.23), (200, 0.71), (400, 0.74), (600, 0.74),
@@ -88,108 +59,6 @@ def test_training_timing_without_rows():
     assert out["seconds_to_best_estimate"] is None
     only_step0 = training_time.training_timing([{"step": 0, "score": 0.1, "seconds": 1.0}], 5.0)
     assert only_step0["seconds_to_best_estimate"] == 0.0
-
-
-def test_round_robin_rotates_the_start():
-    order = speed.round_robin(["a", "b", "c"], 4)
-    assert order == [(0, "a"), (0, "b"), (0, "c"), (1, "b"), (1, "c"), (1, "a"),
-                     (2, "c"), (2, "a"), (2, "b"), (3, "a"), (3, "b"), (3, "c")]
-    assert speed.round_robin([], 3) == []
-    assert speed.round_robin(["a"], 0) == []
-
-
-def test_median_speed_and_ratios():
-    median = speed.median_speed(1000, [2.0, 1.0, 4.0])
-    assert median["seconds_median"] == 2.0
-    assert median["words_per_second"] == pytest.approx(500.0)
-    assert median["words_per_second_rounds"] == pytest.approx([500.0, 1000.0, 250.0])
-    assert speed.median_speed(10, [])["words_per_second"] is None
-    ratios = speed.speed_ratios({"spacy": 1000.0, "isbn": 250.0, "none": None}, "spacy")
-    assert ratios == {"spacy": 1.0, "isbn": 0.25, "none": None}
-    assert speed.speed_ratios({"spacy": 0.0, "isbn": 5.0}, "spacy") == {"spacy": None, "isbn": None}
-    assert speed.speed_ratios({"isbn": 5.0}, "missing") == {"isbn": None}
-
-
-def test_system_name():
-    assert names.system_name(names.SPACY, None, "gold") == "spaCy parser, gold tags"
-    assert names.system_name(names.ISBN, 5, "pipeline") == "isbn_parser b=5, pipeline tags"
-
-
-def test_render_benchmark_markdown_from_fake_metrics():
-    md = benchmark_report.render_benchmark_markdown(fake_result())
-    assert md.startswith("# Benchmark: isbn_parser vs spaCy's parser on ewt (1234 test words)")
-    for heading in ("## Table 1", "## Table 2", "## Table 3: Speed and memory",
-                    "## Table 4: Training wall time", "## Method"):
-        assert heading in md
-    assert "| spaCy parser, gold tags | 80.00 | 85.00 |" in md
-    assert "| isbn_parser b=10, pipeline tags | 81.00 |" in md
-    # one speed row per parser: alone (gold tags) and pipeline side by side
-    assert "| spaCy parser | 10000 | 1.00 | - | - | 10000 | 1.00 | 3.0 | 3.0 |" in md
-    assert "| isbn_parser b=1 | 500 | 0.05 | - | - | 500 | 0.05 | 3.0 | 3.0 |" in md
-    assert "| spaCy tagger,morphologizer,parser | 100.0 | 800 | 600 | 0.74 | 80.5 | 75.0 |" in md
-    assert "| isbn_parser | not recorded" in md
-    assert "Root precision" in md and "to root" in md
-    md2 = benchmark_report.render_benchmark_markdown(fake_result(with_isbn_timing=True))
-    assert "not recorded" not in md2
-
-
-def test_render_benchmark_markdown_tolerates_missing_speed():
-    result = fake_result()
-    for s in result["systems"].values():
-        s.pop("words_per_second")
-        s.pop("ratio_to_spacy")
-        s.pop("peak_memory_bytes")
-    md = benchmark_report.render_benchmark_markdown(result)
-    assert "| spaCy parser | - | - | - | - | - | - | - | - |" in md
-
-
-def test_write_benchmark(tmp_path):
-    paths = benchmark_report.write_benchmark(fake_result(), tmp_path / "metrics")
-    assert sorted(p.name for p in paths.values()) == [
-        "benchmark_ewt.json", "benchmark_ewt.md", "benchmark_ewt_f1_by_length.svg"]
-    assert srsly.read_json(paths["json"])["words"] == 1234
-    assert paths["md"].read_text(encoding="utf8") == benchmark_report.render_benchmark_markdown(fake_result())
-    svg = ET.parse(paths["svg"]).getroot()
-    assert svg.tag.endswith("svg")
-
-
-def _ref(vocab, multiroot):
-    words = ["A", "b", ".", "C", "d", "."]
-    heads = [1, 1, 1, 4, 4, 4] if not multiroot else [0, 0, 2, 4, 4, 4]
-    deps = ["nsubj", "ROOT", "punct", "nsubj", "ROOT", "punct"] if not multiroot else \
-        ["ROOT", "mod", "ROOT", "subj", "ROOT", "pnct"]
-    doc = Doc(vocab, words=words, tags=["DT", "VB", "."] * 2, morphs=["Number=Sing", "", ""] * 2,
-              heads=heads, deps=deps)
-    doc.user_data["isbn_sentences"] = [[0, 3], [3, 6]]
-    return doc
-
-
-@pytest.mark.parametrize("setting", ["gold", "pipeline"])
-def test_inputs_give_gold_sentence_starts(setting):
-    vocab = Vocab()
-    ref = _ref(vocab, multiroot=True)
-    strict = names.input_docs([ref], setting, relax=False)[0]
-    relaxed = names.input_docs([ref], setting, relax=True)[0]
-    assert [t.is_sent_start for t in strict] == [True, False, False, True, False, False]
-    assert [t.is_sent_start for t in relaxed] == [True, None, None, True, None, None]
-    for doc in (strict, relaxed):
-        assert [t.text for t in doc] == [t.text for t in ref]
-        assert not doc.has_annotation("DEP")
-        if setting == "gold":
-            assert [t.tag_ for t in doc] == [t.tag_ for t in ref]
-            assert str(doc[0].morph) == "Number=Sing"
-        else:
-            assert not doc.has_annotation("TAG")
-
-
-def test_score_copies_the_original_sentences():
-    vocab = Vocab()
-    ref = _ref(vocab, multiroot=True)
-    pred = Doc(vocab, words=[t.text for t in ref], heads=[t.head.i for t in ref],
-               deps=[t.dep_ for t in ref])
-    result = bm._score([pred], [ref])
-    assert pred.user_data["isbn_sentences"] == [[0, 3], [3, 6]]
-    assert result["las"] == 100.0 and result["n_words"] == 4
 
 
 MINI_CONFIG = """[paths]
@@ -383,52 +252,6 @@ def test_document_list_only_for_treebanks_that_need_it(tmp_path):
     assert documents.document_list("ddt", tmp_path) == path
 
 
-def test_raw_inputs_are_words_only():
-    vocab, other = Vocab(), Vocab()
-    ref = _ref(vocab, multiroot=False)
-    doc = names.input_docs([ref], names.RAW, relax=False, vocab=other)[0]
-    assert doc.vocab is other and doc.text == ref.text
-    assert not doc.has_annotation("SENT_START") and not doc.has_annotation("TAG")
-    assert not doc.has_annotation("DEP") and not doc.has_annotation("MORPH")
-
-
-def test_raw_system_name():
-    assert names.raw_system_name(None) == "spaCy tagger,morphologizer,parser"
-    assert names.raw_system_name(10, "joint") == "isbn_parser b=10, joint tagging"
-    assert names.raw_system_name(1, "pipeline") == "isbn_parser b=1, pipeline tagging"
-
-
-def fake_raw(result):
-    c18 = {"words": 50, "las": 70.0, "uas": 75.0, "upos": 90.0, "xpos": 89.0, "ufeats": 85.0,
-           "sentences": {"precision": 80.0, "recall": 60.0, "f1": 68.57}}
-    systems = {names.raw_system_name(None): {"metrics": c18, "words_per_second": 9000.0,
-                                          "ratio_to_spacy": 1.0},
-               names.raw_system_name(10, "pipeline"): {"metrics": c18, "words_per_second": 450.0,
-                                                    "ratio_to_spacy": 0.05},
-               names.raw_system_name(10, "joint"): {"available": False,
-                                                 "error": "KeyError: 'tagging' | no"}}
-    result["raw_text"] = {"docs": 3, "documents": "# newdoc comments", "sentences": 7,
-                          "words": 50, "systems": systems}
-    return result
-
-
-def test_render_benchmark_markdown_puts_raw_text_first():
-    md = benchmark_report.render_benchmark_markdown(fake_raw(fake_result()))
-    raw_at = md.index("## Raw text")
-    assert md.index("# Benchmark") < raw_at < md.index("## Table 1") < md.index("## Table 4")
-    assert "3 test documents (# newdoc comments), 7 sentences, 50 words" in md
-    assert ("| spaCy tagger,morphologizer,parser | 70.00 | 75.00 | 80.00 | 60.00 | 68.57 | "
-            "90.00 | 89.00 | 85.00 | 9000 | 1.00 |") in md
-    assert "| isbn_parser b=10, pipeline tagging | 70.00 |" in md and "| 450 | 0.05 |" in md
-    assert "| isbn_parser b=10, joint tagging | unavailable: KeyError: 'tagging' \\| no | - |" in md
-    # raw text alone: no parser-alone tables
-    only_raw = fake_raw(fake_result())
-    only_raw["systems"] = {}
-    md = benchmark_report.render_benchmark_markdown(only_raw)
-    assert "## Raw text" in md and "## Table 1" not in md and "## Table 3" not in md
-    assert "## Table 4: Training wall time" in md
-
-
 def _train(nlp, examples, steps):
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(steps):
@@ -472,162 +295,6 @@ def tiny_benchmark(tmp_path_factory):
     return root, conllu
 
 
-def test_raw_isbn_system_needs_tagging_support_and_a_tagger(tiny_benchmark):
-    import spacy
-
-    root, _ = tiny_benchmark
-    nlp = spacy.load(root / "isbn")
-    pipe = nlp.get_pipe("isbn_parser")
-    pipe.cfg.pop("tagging", None)  # a parser from before joint tagging
-    assert "cannot tag jointly" in bm._raw_isbn_system(nlp, pipe, 10, "joint")["error"]
-    spec = bm._raw_isbn_system(nlp, pipe, 10, "pipeline")
-    assert spec["cfg"] == {"beam_width": 10} and spec["components"] == nlp.pipe_names
-    pipe.cfg["tagging"] = "pipeline"
-    spec = bm._raw_isbn_system(nlp, pipe, 1, "joint")
-    assert spec["cfg"] == {"beam_width": 1, "tagging": "joint"} and spec["optional"]
-    # the tagger and morphologizer go, and the tok2vec only they listen to
-    assert spec["components"] == ["isbn_parser"]
-    with nlp.select_pipes(disable=["tagger", "morphologizer"]):
-        error = bm._raw_isbn_system(nlp, pipe, 1, "pipeline")["error"]
-    assert "no tagger or morphologizer" in error
-
-
-def test_run_benchmark_raw_text_and_parser_alone_settings(tiny_benchmark, monkeypatch, tmp_path):
-    from spacy_isbn.pipes.isbn_parser import ISBNParser
-
-    root, conllu = tiny_benchmark
-    # a parser that has the setting but fails at joint search: that row is dropped, not the run
-    pipe = ISBNParser.pipe
-
-    def failing_pipe(self, stream, **kwargs):
-        if self.cfg.get("tagging") == "joint":
-            raise RuntimeError("no joint\nsearch here")
-        return pipe(self, stream, **kwargs)
-
-    monkeypatch.setattr(ISBNParser, "pipe", failing_pipe)
-    result = bm.run_benchmark("tiny", root / "isbn", root / "baseline",
-                              root / "corpus" / "test.spacy", beams=(1,), raw_beams=(1, 2),
-                              test_conll=conllu, rounds=1, long_doc_tokens=40, processes=2,
-                              train_path=root / "corpus" / "test.spacy", train_docs=2)
-    raw = result["raw_text"]
-    assert (raw["docs"], raw["sentences"], raw["words"]) == (2, 5, 18)
-    assert raw["documents"] == "# newdoc comments"
-    assert list(raw["systems"]) == [
-        "spaCy tagger,morphologizer,parser", "isbn_parser b=1, pipeline tagging",
-        "isbn_parser b=2, pipeline tagging", "isbn_parser b=1, joint tagging",
-        "isbn_parser b=2, joint tagging"]
-    for name, row in raw["systems"].items():
-        if "joint" in name:
-            assert row["available"] is False
-            assert row["error"] == "RuntimeError: no joint search here"
-            continue
-        m = row["metrics"]
-        assert m["words"] == 18 and 0.0 <= m["las"] <= m["uas"] <= 100.0
-        assert m["sentences"]["gold"] == 5 and m["upos"] is not None
-        assert row["words_per_second"] > 0 and len(row["seconds_rounds"]) == 1
-    spacy_row = raw["systems"]["spaCy tagger,morphologizer,parser"]
-    assert spacy_row["ratio_to_spacy"] == 1.0
-    assert spacy_row["components"] == ["tagger", "morphologizer", "parser"]
-    assert raw["systems"]["isbn_parser b=1, pipeline tagging"]["components"] == [
-        "tok2vec", "tagger", "morphologizer", "isbn_parser"]
-    # the parser-alone settings still run beside it
-    assert set(result["systems"]) == {"spaCy parser, gold tags", "isbn_parser b=1, gold tags",
-                                      "spaCy parser, pipeline tags", "isbn_parser b=1, pipeline tags"}
-    assert result["systems"]["isbn_parser b=1, gold tags"]["metrics"]["n_words"] == 18
-    assert "raw_text" in result["method"] and "parser_alone" in result["method"]
-    # the ceiling: the search's time in array work
-    gold_row = result["systems"]["isbn_parser b=1, gold tags"]
-    assert 0.0 < gold_row["search_array_share"] <= 1.0
-    assert gold_row["array_words_per_second"] >= gold_row["words_per_second"]
-    # one long doc without sentence boundaries, and two processes giving the same output
-    long_doc = result["scale"]["long_document"]
-    assert long_doc["tokens"] == 40 and long_doc["sentences"] >= 1
-    assert long_doc["words_per_second"] > 0 and long_doc["peak_memory_bytes"] > 0
-    processes = result["scale"]["processes"]
-    assert [(p["input"], p["beam"]) for p in processes] == [  # spaCy first
-        ("gold", None), ("gold", 1), ("gold", 10), ("text", None), ("text", 1), ("text", 10)]
-    assert all(p["identical"] and p["words_per_second_2"] > 0 for p in processes)
-    assert all(p["concurrent_speedup"] > 0 for p in processes)
-    assert processes[4]["words"] == processes[3]["words"] > 0  # the same tokenizer
-    assert result["scale"]["update"]["docs"] == 2 and result["scale"]["update"]["words_per_second"] > 0
-    paths = benchmark_report.write_benchmark(result, tmp_path)
-    md = paths["md"].read_text(encoding="utf8")
-    assert md.index("## Raw text") < md.index("## Table 1")
-    assert "## One long document" in md and "## Processes" in md and "Concurrent shares" in md
-    assert srsly.read_json(paths["json"])["raw_text"]["words"] == 18
-
-
-@spacy.Language.component("test_benchmark_fails_on_x")
-def _fails_on_x(doc):
-    if doc.text == "x":
-        raise ValueError("x")
-    return doc
-
-
-@spacy.Language.component("test_benchmark_sleeps")
-def _sleeps(doc):
-    time.sleep(0.05)
-    return doc
-
-
-def test_concurrent_seconds_waits_for_the_largest_share():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("test_benchmark_sleeps")
-    # batches of 2, 2 and 1 docs dealt in turn: the first process parses 3 docs
-    assert speed.concurrent_seconds(nlp, ["One two."] * 5, 2, 2) >= 0.15
-
-
-def test_concurrent_seconds_reports_a_failed_share():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("test_benchmark_fails_on_x")
-    # the second process's share (the second batch) fails; nothing hangs
-    with pytest.raises(RuntimeError, match="share"):
-        speed.concurrent_seconds(nlp, ["a", "b", "x", "c"], 2, 2)
-
-
-def test_run_benchmark_raw_only_with_limit(tiny_benchmark):
-    root, conllu = tiny_benchmark
-    result = bm.run_benchmark("tiny", root / "isbn", root / "baseline",
-                              root / "corpus" / "test.spacy", raw_beams=(1,), settings=["raw"],
-                              test_conll=conllu, rounds=1, limit=1)
-    assert result["systems"] == {} and result["settings"] == ["raw"]
-    assert "parser_alone" not in result["method"]
-    raw = result["raw_text"]
-    assert (raw["docs"], raw["sentences"]) == (1, 3)
-    assert raw["systems"]["isbn_parser b=1, pipeline tagging"]["metrics"]["words"] == raw["words"]
-    # joint tagging: isbn_parser alone, writing the tags itself
-    joint = raw["systems"]["isbn_parser b=1, joint tagging"]
-    assert joint["components"] == ["isbn_parser"]
-    assert joint["metrics"]["xpos"] > 0.0 and joint["metrics"]["upos"] > 0.0
-    with pytest.raises(ValueError):
-        bm.run_benchmark("tiny", root / "isbn", root / "baseline", root / "corpus" / "test.spacy",
-                         settings=["raw", "bogus"], test_conll=conllu)
-    with pytest.raises(ValueError):
-        bm.run_benchmark("tiny", root / "isbn", root / "baseline", root / "corpus" / "test.spacy",
-                         settings=["raw"])
-
-
-def test_cli_benchmark_raw_only_finds_the_test_file_in_assets(tiny_benchmark, tmp_path, monkeypatch):
-    from spacy_isbn.cli import main
-
-    root, conllu = tiny_benchmark
-    assets = tmp_path / "assets" / "tiny"
-    assets.mkdir(parents=True)
-    (assets / "test.conllu").write_bytes(conllu.read_bytes())
-    srsly.write_json(assets / "meta.json", {"lang": "en", "files": {"test": "test.conllu"}})
-    monkeypatch.chdir(tmp_path)
-    main(["benchmark", "--treebank", "tiny", "--isbn-model", str(root / "isbn"),
-          "--baseline-model", str(root / "baseline"), "--corpus-dir", str(root / "corpus"),
-          "--out-dir", "metrics", "--settings", "raw", "--raw-beams", "2", "--rounds", "1",
-          "--data-dir", str(tmp_path)])
-    result = srsly.read_json(tmp_path / "metrics" / "benchmark_tiny.json")
-    assert result["settings"] == ["raw"] and result["raw_text"]["beams"] == [2]
-    assert result["raw_text"]["test"] == str(Path("assets") / "tiny" / "test.conllu")
-    assert sorted(result["raw_text"]["systems"]) == [
-        "isbn_parser b=2, joint tagging", "isbn_parser b=2, pipeline tagging",
-        "spaCy tagger,morphologizer,parser"]
-
-
 def test_raw_benchmark_rows_include_the_latent_history_ablation():
     from spacy_isbn.evaluation.raw_text import SHIPPED, SPACY_DEFAULT, SPACY_OURS, systems_of
 
@@ -660,7 +327,17 @@ def test_raw_benchmark_table_from_the_text_and_on_gold_words(tiny_benchmark, tmp
     from spacy_isbn.evaluation import raw_text
 
     root, conllu = tiny_benchmark
-    systems = raw_text.systems_of([root / "isbn", root / "isbn"], [root / "baseline"], beams=[1])
+    # two seeds of a two-stage pipeline, each timed by timed-train; spaCy's untimed
+    seeds = []
+    for seed, hours in ((0, 1.0), (1, 2.0)):
+        run = tmp_path / f"run{seed}"
+        run.mkdir()
+        (run / "model-best").symlink_to(root / "isbn", target_is_directory=True)
+        srsly.write_json(run / training_time.TIMING_FILE, {
+            "seconds_total": 3600.0 * (hours + 1), "best_step": 400, "last_step": 600,
+            "earlier_stage": {"seconds_total": 3600.0 * hours, "best_step": 200, "last_step": 400}})
+        seeds.append(run / "model-best")
+    systems = raw_text.systems_of(seeds, [root / "baseline"], beams=[1])
     result = raw_text.run(conllu, systems, tmp_path / "raw.json", markdown=tmp_path / "raw.md")
     assert set(result) >= {"from_text", "gold_words"}
     # the tiny pipeline has no reranker: its reranked row is left out, not an error
@@ -672,9 +349,92 @@ def test_raw_benchmark_table_from_the_text_and_on_gold_words(tiny_benchmark, tmp
             sum(s["LAS"] for s in shipped["seeds"]) / 2)
         assert result[section][raw_text.SPACY_DEFAULT]["mean"]["x_spacy"] == pytest.approx(1.0)
         for entry in result[section].values():
-            assert set(raw_text.SCORES) <= set(entry["seeds"][0])
+            assert set(benchmark_report.SCORES) <= set(entry["seeds"][0])
+        # the conditional parser alone needed the first stage alone: 1 and 2 hours
+        assert [s["training"]["seconds"] for s in shipped["seeds"]] == [3600.0, 7200.0]
+        assert shipped["seeds"][0]["training"]["best_step"] == 200
+        assert shipped["mean"]["train_seconds"] == pytest.approx(5400.0)
+        baseline_row = result[section][raw_text.SPACY_DEFAULT]
+        assert baseline_row["seeds"][0]["training"] is None
+        assert "train_seconds" not in baseline_row["mean"]
     # the tiny text is split on whitespace as the gold is: every token found
     assert result["from_text"]["conditional b1"]["mean"]["Tokens"] == 100.0
     assert result["gold_words"]["conditional b1"]["mean"]["LAS"] == pytest.approx(
         result["from_text"]["conditional b1"]["mean"]["LAS"])
-    assert "From the text" in (tmp_path / "raw.md").read_text()
+    markdown = (tmp_path / "raw.md").read_text()
+    assert markdown == benchmark_report.to_markdown(srsly.read_json(tmp_path / "raw.json"))
+    assert "## From the text" in markdown and "## On gold words" in markdown
+    assert "| conditional b1 | 0 |" in markdown and "| 1.00 | 200 of 400 | no |" in markdown
+
+
+def _seed(las, seed=0, upos=95.0, by_root=None, training=None):
+    return {"seed": seed, "Tokens": 100.0, "Words": 100.0, "Sentences": 80.0,
+            "Sentences by root": by_root, "UPOS": upos, "XPOS": 94.0, "UFeats": 93.0,
+            "UAS": las + 4, "LAS": las, "words_per_s": 1000.0 * (seed + 1), "training": training}
+
+
+def test_report_means_then_each_seed_with_the_scores_the_section_has():
+    timing = {"seconds": 7200.0, "best_step": 2600, "last_step": 3600, "stopped_by_patience": True}
+    rows = {benchmark_report.SHIPPED: {"seeds": [_seed(80.0, 0, None, 70.0, timing),
+                                                 _seed(82.0, 1, None, 72.0, timing)]},
+            benchmark_report.SPACY_DEFAULT: {"seeds": [_seed(79.0, 0, None, 71.0)]}}
+    benchmark_report.add_means(rows)
+    assert rows[benchmark_report.SHIPPED]["mean"]["LAS"] == pytest.approx(81.0)
+    assert rows[benchmark_report.SHIPPED]["mean"]["x_spacy"] == pytest.approx(1.5)
+    assert "UPOS" not in rows[benchmark_report.SHIPPED]["mean"]  # DDT: no UPOS
+    result = {"test": "t.conll", "docs": 2, "documents": "blocks of 10 sentences", "words": 50,
+              "timed_passes": 3, "tokenizer": None, "gold_words": rows}
+    markdown = benchmark_report.to_markdown(result)
+    assert "From the text" not in markdown  # no text in a CoNLL-X treebank
+    means = markdown.splitlines()[markdown.splitlines().index("| Row | Seeds | Sentences | "
+                                                            "Sentences by root | XPOS | UAS | LAS | "
+                                                            "LAS per seed | Words/s | x spaCy | "
+                                                            "Train h |"):]
+    assert means[2] == ("| shipped | 2 | 80.00 | 71.00 | 94.00 | 85.00 | 81.00 | 80.00, 82.00 | "
+                        "1,500 | 1.50 | 2.00 |")
+    assert means[3].endswith("| 1,000 | 1.00 | - |")
+    # each seed: all it measured (Tokens and Words are given on gold words)
+    assert "| shipped | 1 | 80.00 | 72.00 | 94.00 | 93.00 | 86.00 | 82.00 | 2,000 | 2.00 | " \
+           "2600 of 3600 | yes |" in markdown
+    assert "| spaCy default recipe | 0 |" in markdown and "| 1,000 | - | - | - |" in markdown
+    with pytest.raises(ValueError, match="older layout"):
+        benchmark_report.to_markdown({"test": "t", "systems": []})
+
+
+def test_training_record_reads_timed_trains_file_beside_the_model(tmp_path):
+    model = tmp_path / "run" / "model-best"
+    assert training_time.training_record(model, {"patience": 1000}) is None
+    model.parent.mkdir()
+    # scores tie at 2600 and 3000: spaCy counts patience from the earliest
+    rows = [{"step": step, "score": score} for step, score in
+            ((2400, 0.7), (2600, 0.8), (3000, 0.8), (3600, 0.79))]
+    srsly.write_json(model.parent / training_time.TIMING_FILE, {
+        "seconds_total": 900.0, "seconds_to_best": 700.0, "best_step": 3000, "last_step": 3600,
+        "rows": rows, "earlier_stage": {"seconds_total": 400.0, "best_step": 1000,
+                                        "last_step": 1200}})
+    record = training_time.training_record(model, {"patience": 1000})
+    assert record["seconds"] == 900.0 and record["stages_timed"] == 2
+    assert (record["best_step"], record["last_step"]) == (3000, 3600)
+    assert record["stopped_by_patience"] is True
+    assert training_time.training_record(model, {"patience": 1200})["stopped_by_patience"] is False
+    assert training_time.training_record(model, {"patience": 0})["stopped_by_patience"] is False
+    first = training_time.training_record(model, {"patience": 200}, first_stage=True)
+    assert (first["seconds"], first["stages_timed"], first["best_step"]) == (400.0, 1, 1000)
+    assert first["stopped_by_patience"] is True
+
+
+def test_results_doc_writes_the_table_by_the_report_writer(tmp_path):
+    from spacy_isbn.cli.docs import results_doc
+
+    rows = {benchmark_report.SHIPPED: {"seeds": [_seed(80.0)]}}
+    benchmark_report.add_means(rows)
+    result = {"test": "t.conllu", "docs": 1, "documents": "# newdoc comments", "words": 9,
+              "timed_passes": 3, "tokenizer": "x", "from_text": rows}
+    srsly.write_json(tmp_path / "raw_ewt.json", result)
+    srsly.write_json(tmp_path / "raw_ddt.json", {"systems": []})  # an older layout
+    used = results_doc(tmp_path, tmp_path / "results.md")
+    assert used == ["raw_ewt.json", "raw_ddt.json"]
+    text = (tmp_path / "results.md").read_text()
+    assert "### From the text (tokenized by x)" in text and "| shipped | 1 | 100.00 |" in text
+    assert "*Benchmark: t.conllu (1 documents" in text
+    assert "Not shown: not a raw-benchmark table" in text

@@ -595,15 +595,3 @@ def test_two_stage_training_freezes_the_first_stage(tmp_path):
         assert both.get_pipe(name).model.to_bytes() == first.get_pipe(name).model.to_bytes(), name
     doc = both("the cat sleeps .")
     assert doc._.isbn_logprob is not None and len(list(doc.sents)) >= 1
-
-
-def test_step_time_reports_seconds_per_step_against_the_last_config(tmp_path):
-    corpus = tmp_path / "tiny.spacy"
-    main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "1"])
-    main(["stage-configs", "configs/ewt.cfg", str(tmp_path)])
-    out = tmp_path / "steps.json"
-    main(["step-time", str(out), str(tmp_path / "stage1.cfg"), str(REPO / "configs" / "ewt.cfg"),
-          "--train", str(corpus), "--dev", str(corpus), "--steps", "2"])
-    rows = srsly.read_json(out)["rows"]
-    assert [r["pipeline"][-1] for r in rows] == ["isbn_parser", "isbn_reranker"]
-    assert all(r["seconds_per_step"] > 0 for r in rows) and rows[-1]["ratio_to_reference"] == 1.0

@@ -1,6 +1,5 @@
-"""Tests for spacy_isbn.evaluation (metrics + report), on hand-made trees."""
+"""Tests for spacy_isbn.evaluation.metrics, on hand-made trees."""
 import json
-import xml.etree.ElementTree as ET
 
 import pytest
 from spacy.tokens import Doc
@@ -14,8 +13,6 @@ from spacy_isbn.evaluation import (
     is_punct_form,
     label_of,
     las_uas_by_label,
-    plot_f1_by_length,
-    render_markdown,
     score_conll18,
     score_dependencies,
     universal_label,
@@ -371,44 +368,3 @@ def test_conll18_unsegmented_prediction_is_one_sentence_and_edge_cases():
     assert empty["sentences"]["f1"] == 0.0
     with pytest.raises(ValueError):
         score_conll18([ex(Doc(VOCAB, words=C18_WORDS[:5]), gold)])
-
-
-# --------------------------------------------------------------------------
-# Report
-# --------------------------------------------------------------------------
-
-
-def _two_systems():
-    gold = doc(WORDS, HEADS, DEPS)
-    heads = list(HEADS)
-    heads[4] = 3
-    return {
-        "ISBN <latent>": score_dependencies([ex(doc(WORDS, HEADS, DEPS), gold)]),
-        "MALT & co": score_dependencies([ex(doc(WORDS, heads, DEPS), gold)]),
-    }
-
-
-def test_render_markdown():
-    md = render_markdown(_two_systems(), "Dev results")
-    assert md.startswith("# Dev results")
-    assert "Table 1" in md and "Table 2" in md
-    assert "| System | LAS | UAS |" in md
-    assert "| Length | ISBN <latent> | MALT & co |" in md
-    assert "Root precision" in md and "Root recall" in md
-    assert "| >6 |" in md and "| to root |" in md
-    assert "83.33" in md
-    assert "| 3-6 | - | - |" in md  # no arcs of that length at all
-
-
-def test_plot_svg_parses(tmp_path):
-    metrics = _two_systems()
-    path = plot_f1_by_length(metrics, tmp_path / "plots" / "f1.svg")
-    root = ET.parse(str(path)).getroot()
-    assert root.tag.endswith("svg")
-    ns = "{http://www.w3.org/2000/svg}"
-    assert len(root.findall(f"{ns}polyline")) == 2
-    texts = [t.text for t in root.iter(f"{ns}text")]
-    assert "ISBN <latent>" in texts and "MALT & co" in texts
-    # empty input still gives valid XML
-    path2 = plot_f1_by_length({}, tmp_path / "empty.svg", include_root=True)
-    ET.parse(str(path2))

@@ -1,4 +1,6 @@
-"""Benchmark commands: ``benchmark``, ``raw-benchmark``, ``approximation-speed``.
+"""Benchmark commands: ``raw-benchmark`` (the table: accuracy, words/s against
+spaCy's, training time), ``profile`` (where the time goes),
+``approximation-speed`` (mean field against feed-forward).
 
     spacy-isbn raw-benchmark assets/ewt metrics/raw_ewt.json --isbn-models training/ewt/model-best \\
         --spacy-default training/baseline_ewt/model-best --treebank ewt --data-dir ../shared/data
@@ -6,7 +8,6 @@
 from pathlib import Path
 from typing import List, Optional
 
-from ..corpus.fetch import asset_meta
 from ._util import (IN_DIR, IN_FILE, Arg, CliError, Opt, app, load_pipeline, numbers, require,
                     split_file)
 from .data import CONLLX_TAGS_HELP, ConllxTags
@@ -73,93 +74,6 @@ def approximation_speed_cli(
     write_approximation_speed(approximation_speed(
         model, dev, train, beams=numbers(beams, "--beams", int, 1), iterations=iterations,
         parse_words=parse_words, train_words=train_words), output)
-
-
-@app.command("benchmark")
-def benchmark_cli(
-    treebank: str = Opt(..., "--treebank"),
-    isbn_model: Path = Opt(..., "--isbn-model", **IN_DIR),
-    baseline_model: Path = Opt(..., "--baseline-model", **IN_DIR),
-    corpus_dir: Path = Opt(..., "--corpus-dir", **IN_DIR, help="holds test.spacy"),
-    out_dir: Path = Opt(Path("metrics"), "--out-dir", file_okay=False),
-    rounds: int = Opt(3, "--rounds", min=1),
-    beams: str = Opt("1,5,10", "--beams"),
-    batch_size: int = Opt(1000, "--batch-size", min=1, help="nlp.pipe batch size (spaCy's default)"),
-    limit: int = Opt(0, "--limit", min=0,
-                     help="only the first N test docs, and the first N documents in raw (0: all)"),
-    settings: str = Opt("raw,gold,pipeline", "--settings",
-                        help="raw: whole pipelines on the words of each test document, CoNLL 2018 "
-                             "scores; gold / pipeline: the parsers with gold / predicted tags"),
-    raw_beams: str = Opt("1,10", "--raw-beams", help="isbn_parser beams in the raw setting"),
-    long_doc_tokens: int = Opt(100000, "--long-doc-tokens",
-                               help="gold setting: also parse one doc of this many tokens without "
-                                    "sentence boundaries, beam 10 (0: skip)"),
-    train_docs: int = Opt(300, "--train-docs", help="also time isbn_parser's update on this many training docs (0: skip)"),
-    processes: int = Opt(2, "--processes", min=1,
-                         help="gold setting: also time nlp.pipe(n_process=N) against one process (1: skip)"),
-    test_conll: Optional[Path] = Opt(None, "--test-conll",
-                                     help="test CoNLL file whose documents raw parses (default: the "
-                                          "test file in assets/TREEBANK, from its meta.json)"),
-    data_dir: Optional[Path] = Opt(None, "--data-dir",
-                                   help="shared data dir, for the document list of a treebank without "
-                                        "# newdoc comments (ddt); without it raw uses blocks of 10 sentences"),
-    conllx_tags: ConllxTags = Opt("postag", "--conllx-tags", help=CONLLX_TAGS_HELP),
-    gpu_id: int = Opt(-1, "--gpu-id"),
-    isbn_timing: Optional[Path] = Opt(None, "--isbn-timing",
-                                      help="train_timing.json of isbn_parser (default: next to the model, if there)"),
-    baseline_timing: Optional[Path] = Opt(None, "--baseline-timing",
-                                          help="train_timing.json of the baseline (default: next to the model)"),
-):
-    """isbn_parser vs spaCy's parser: accuracy, speed, memory, training time."""
-    import spacy
-
-    from ..evaluation.benchmark import run_benchmark
-    from ..evaluation.benchmark_report import write_benchmark
-    from ..evaluation.documents import document_list
-    from ..evaluation.systems import ALL_SETTINGS, RAW
-
-    chosen = [x.strip() for x in settings.split(",") if x.strip()]
-    unknown = sorted(set(chosen) - set(ALL_SETTINGS))
-    if unknown or not chosen:
-        raise CliError(f"--settings {settings!r}: choose from {', '.join(ALL_SETTINGS)}")
-    test = require(corpus_dir / "test.spacy", "test corpus")
-    if gpu_id >= 0:
-        spacy.require_gpu(gpu_id)
-    if test_conll is None and RAW in chosen:
-        asset_dir = Path("assets") / treebank
-        test_conll = asset_dir / asset_meta(asset_dir)["files"]["test"]
-    result = run_benchmark(
-        treebank, isbn_model, baseline_model, test,
-        beams=numbers(beams, "--beams", int, 1), raw_beams=numbers(raw_beams, "--raw-beams", int, 1),
-        settings=chosen, test_conll=test_conll, documents=document_list(treebank, data_dir),
-        conllx_tags=conllx_tags.value, rounds=rounds, batch_size=batch_size, limit=limit,
-        isbn_timing=isbn_timing, baseline_timing=baseline_timing, long_doc_tokens=long_doc_tokens,
-        processes=processes, train_path=corpus_dir / "train.spacy",
-        train_docs=train_docs)
-    write_benchmark(result, out_dir, treebank)
-
-
-@app.command("step-time")
-def step_time_cli(
-    output: Path = Arg(..., help="metrics JSON", dir_okay=False),
-    configs: List[Path] = Arg(..., help="training configs, the reference (spaCy's) last",
-                              **IN_FILE),
-    train: Path = Opt(..., "--train", **IN_FILE, help="--paths.train"),
-    dev: Path = Opt(..., "--dev", **IN_FILE, help="--paths.dev"),
-    steps: int = Opt(20, "--steps", min=1, help="timed updates per config (after 3 more)"),
-):
-    """Seconds per spacy train step of each config, in one process one after
-    the other, and each one's ratio to the last's (evaluation left out)."""
-    from ..corpus.files import write_json
-    from ..evaluation.training_time import seconds_per_step
-
-    rows = [seconds_per_step(c, train=train, dev=dev, steps=steps) for c in configs]
-    for row in rows:
-        row["ratio_to_reference"] = row["seconds_per_step"] / rows[-1]["seconds_per_step"]
-        print(f"{row['config']}: {row['seconds_per_step']:.2f} s/step "
-              f"({row['ratio_to_reference']:.2f}x the reference)")
-    write_json(output, {"method": "mean seconds of nlp.update per batch of the "
-                                     "config's batcher, after 3 warm-up batches", "rows": rows})
 
 
 @app.command("profile")

@@ -13,12 +13,9 @@ from ..corpus.files import write_text
 
 # (file in metrics/, section title, the project command that writes it)
 REPORTS = [
-    ("raw_ewt.md", "The shipped pipeline on raw text: EWT", "spacy project run benchmark (benchmark-raw)"),
-    ("raw_ddt.md", "The shipped pipeline on raw text: Danish DDT",
+    ("raw_ewt.json", "The benchmark table: EWT", "spacy project run benchmark (benchmark-raw)"),
+    ("raw_ddt.json", "The benchmark table: Danish DDT",
      "spacy project run benchmark . --vars.treebank ddt (benchmark-raw)"),
-    ("benchmark_ewt.md", "The generative pipeline against spaCy's: EWT", "spacy project run benchmark-run"),
-    ("benchmark_ddt.md", "The generative pipeline against spaCy's: Danish DDT",
-     "spacy project run benchmark-run . --vars.treebank ddt"),
     ("ablation_ddt.json", "The paper's ablation on DDT (gold tags)", "spacy train and spacy-isbn evaluate, as below"),
     ("approximation_speed_ewt.json", "Mean field against feed-forward: speed on EWT",
      "spacy project run approximation-speed"),
@@ -70,6 +67,20 @@ def _cell(value) -> str:
     return "" if value is None else str(value)
 
 
+def _markdown(path: Path) -> str:
+    """A report's Markdown: the file itself, or for the benchmark table
+    (``raw_<tb>.json``) its one report writer's, or why it is not shown (an
+    older layout is not this run's table)."""
+    if not path.name.startswith("raw_"):
+        return path.read_text(encoding="utf8")
+    from ..evaluation.benchmark_report import to_markdown
+
+    try:
+        return to_markdown(srsly.read_json(path))
+    except ValueError as err:
+        return f"Not shown: {err}."
+
+
 def results_doc(metrics_dir: Path, output: Path) -> List[str]:
     """Write every known report in ``metrics_dir`` into one Markdown file;
     returns the files used (a missing one is listed as not yet measured)."""
@@ -90,8 +101,8 @@ def results_doc(metrics_dir: Path, output: Path) -> List[str]:
         used.append(name)
         text.append(f"From [`{path}`](../{path}), written by `{command}`.")
         text.append("")
-        if name.endswith(".md"):
-            body = path.read_text(encoding="utf8").strip().splitlines()
+        if name.endswith(".md") or name.startswith("raw_"):
+            body = _markdown(path).strip().splitlines()
             if body and body[0].startswith("# "):  # the section title replaces the file's own
                 body[0] = f"*{body[0][2:]}*"
             text.append(_shift_headings("\n".join(body), 1))

@@ -1,4 +1,5 @@
-"""Evaluation: CoNLL-X style LAS/UAS, dependency-length F1, CoNLL 2018 raw-text scores, reports."""
+"""Evaluation: CoNLL-X style LAS/UAS, dependency-length F1, CoNLL 2018 scores; the benchmark
+table (:mod:`.raw_text`) and its report (:mod:`.benchmark_report`)."""
 from .metrics import (
     DEFAULT_LENGTH_BINS,
     PUNCT_RULES,
@@ -16,7 +17,6 @@ from .metrics import (
     score_dependencies,
     universal_label,
 )
-from .report import plot_f1_by_length, render_markdown, svg_f1_by_length
 
 __all__ = [
     "DEFAULT_LENGTH_BINS",
@@ -34,7 +34,4 @@ __all__ = [
     "score_conll18",
     "score_dependencies",
     "universal_label",
-    "render_markdown",
-    "plot_f1_by_length",
-    "svg_f1_by_length",
 ]

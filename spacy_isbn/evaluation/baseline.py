@@ -16,8 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from .systems import BASELINE_PIPELINE, log
 from ..corpus.files import write_text
+
+BASELINE_PIPELINE = "tagger,morphologizer,parser"
 
 
 TREEBANK_LANG = {"ewt": "en", "ddt": "da"}
@@ -53,7 +54,7 @@ def baseline_config(treebank: str, output: Path, *, lang: Optional[str] = None,
         raw = Path(tmp) / "config.cfg"
         cmd = [sys.executable, "-m", "spacy", "init", "config", str(raw), "--lang", lang,
                "--pipeline", BASELINE_PIPELINE, "--optimize", "efficiency", "--force"]
-        log("running: python -m spacy init config " + " ".join(cmd[5:]))
+        print("running: python -m spacy init config " + " ".join(cmd[5:]), flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         config = load_config(raw)
     header = [
@@ -77,5 +78,5 @@ def baseline_config(treebank: str, output: Path, *, lang: Optional[str] = None,
         ]
     write_text(output, "\n".join(header) + "\n" + config.to_str())
     load_config(output)  # fail here, not in spacy train, if it does not round-trip
-    log(f"wrote {output}")
+    print(f"wrote {output}")
     return output

@@ -1,166 +1,127 @@
-"""The benchmark's result rendered: Markdown tables (raw text, accuracy,
-F1 by length, speed and memory, scale, training time), the JSON and the
-SVG plot."""
-from __future__ import annotations
+"""The benchmark table's layout and its one report writer: the JSON that
+``raw-benchmark`` writes (:mod:`.raw_text`) as Markdown, for
+``metrics/raw_<tb>.md``, docs/results.md (``results-doc``) and the README.
 
-from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+The JSON: ``{section: {row: {"seeds": [...], "mean": {...}}}}`` with the
+sections ``from_text`` and ``gold_words``; a seed holds its scores
+(:data:`SCORES`), ``words_per_s`` and ``training`` (from the model's
+``train_timing.json``, :func:`.training_time.training_record`); a row's
+``mean`` is over its seeds, with ``x_spacy``, its words/s against spaCy's
+pipeline.  Per section the Markdown gives each row's mean (the table the
+README quotes) and then each seed.
+"""
+from typing import Dict, List, Optional
+
+SHIPPED, SPACY_DEFAULT, SPACY_OURS = "shipped", "spaCy default recipe", "spaCy our recipe"
+SECTIONS = ("from_text", "gold_words")
+TITLES = {"from_text": "From the text", "gold_words": "On gold words (tags, sentences and trees "
+                                                     "predicted)"}
+# a seed's scores, in the table's order
+# ("Sentences by root": spaCy's convention, a sentence per root, on gold words only; it
+# differs from the treebank's split where sentences have several roots, as DDT's)
+SCORES = ("Tokens", "Words", "Sentences", "Sentences by root", "UPOS", "XPOS", "UFeats", "UAS",
+          "LAS")
+# the means table's scores (the README's), where the section has them (XPOS in place of
+# UPOS where a treebank has none, as DDT)
+MEAN_SCORES = ("Tokens", "Sentences", "Sentences by root", "UPOS", "UAS", "LAS")
+# scores a section is given, not measured (the report leaves them out)
+GIVEN = {"from_text": (), "gold_words": ("Tokens", "Words")}
 
 
-from .report import _cell, _fmt, _table, plot_f1_by_length, render_markdown
-from .systems import ISBN, MIB, log, raw_system_name, system_name
-from ..corpus.files import write_json, write_text
+def add_means(rows: Dict[str, dict]) -> None:
+    """Each row's mean over its seeds (a score that some seed lacks is left
+    out), its training seconds where every seed has them, and its words/s
+    against spaCy's pipeline (its default recipe's mean, else ours)."""
+    for entry in rows.values():
+        seeds = entry["seeds"]
+        entry["mean"] = {key: sum(s[key] for s in seeds) / len(seeds)
+                         for key in SCORES + ("words_per_s",)
+                         if all(s.get(key) is not None for s in seeds)}
+        if all(s.get("training") for s in seeds):
+            entry["mean"]["train_seconds"] = sum(s["training"]["seconds"] for s in seeds) / len(seeds)
+    reference = next((rows[n]["mean"]["words_per_s"] for n in (SPACY_DEFAULT, SPACY_OURS)
+                      if n in rows), None)
+    for entry in rows.values():
+        entry["mean"]["x_spacy"] = (None if reference is None
+                                    else entry["mean"]["words_per_s"] / reference)
 
 
-def _mib(value) -> str:
-    return "-" if value is None else f"{float(value) / MIB:.1f}"
+def _scores_of(rows: Dict[str, dict], section: str, keys) -> List[str]:
+    """``keys`` that the section measured for some row; XPOS in place of
+    UPOS where none has UPOS."""
+    def measured(key: str) -> bool:
+        return (key not in GIVEN[section]
+                and any(e["mean"].get(key) is not None for e in rows.values()))
+
+    if not measured("UPOS") and "XPOS" not in keys:
+        keys = tuple("XPOS" if k == "UPOS" else k for k in keys)
+    return [k for k in keys if measured(k)]
 
 
-def _secs(value) -> str:
-    return "-" if value is None else f"{float(value):.1f}"
+def _number(value, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def render_benchmark_markdown(result: dict) -> str:
-    """The raw-text table first (the setting users meet), then Table 1 and
-    Table 2 (``render_markdown``) and a speed/memory table over the
-    parser-alone settings, the training times and the method notes."""
-    systems = result.get("systems", {})
-    out = [f"# Benchmark: isbn_parser vs spaCy's parser on {result.get('treebank', '?')} "
-           f"({result.get('words', '?')} test words)", ""]
-    if result.get("raw_text"):
-        out += _raw_text_section(result["raw_text"])
-    if systems:
-        out += [render_markdown({n: s["metrics"] for n, s in systems.items()}).rstrip("\n"), ""]
-        out += _speed_section(systems)
+def _hours(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:.2f}"
 
-    out += _scale_section(result.get("scale") or {})
-    out += ["## Table 4: Training wall time", ""]
-    header = ["System", "Total (s)", "Steps", "Best step", "Best dev score",
-              "To best, measured (s)", "To best, estimate (s)"]
-    rows = []
-    for name, t in (result.get("training") or {}).items():
-        if not t:
-            rows.append([_cell(name), "not recorded (train with `spacy-isbn "
-                         "timed-train`)", "-", "-", "-", "-", "-"])
+
+def means_table(rows: Dict[str, dict], section: str) -> List[str]:
+    """A section's rows as their means (the README's table): the scores the
+    section measured, each seed's LAS, words/s, x spaCy, hours of training."""
+    scores = _scores_of(rows, section, MEAN_SCORES)
+    lines = ["| Row | Seeds | " + " | ".join(scores) + " | LAS per seed | Words/s | x spaCy | "
+             "Train h |", "|---|---:|" + "---:|" * len(scores) + "---|---:|---:|---:|"]
+    for name, entry in rows.items():
+        mean = entry["mean"]
+        cells = [_number(mean.get(k)) for k in scores]
+        cells.append(", ".join(f"{s['LAS']:.2f}" for s in entry["seeds"]))
+        lines.append(f"| {name} | {len(entry['seeds'])} | " + " | ".join(cells) +
+                     f" | {_number(mean.get('words_per_s'), 0)} | {_number(mean.get('x_spacy'))}"
+                     f" | {_hours(mean.get('train_seconds'))} |")
+    return lines
+
+
+def seeds_table(rows: Dict[str, dict], section: str) -> List[str]:
+    """A section's every seed: all the scores it measured, words/s and how
+    its training went (hours, best step of the last, whether patience
+    stopped it)."""
+    scores = _scores_of(rows, section, SCORES)
+    lines = ["| Row | Seed | " + " | ".join(scores) + " | Words/s | Train h | Best step | "
+             "Stopped by patience |",
+             "|---|---:|" + "---:|" * len(scores) + "---:|---:|---:|---|"]
+    for name, entry in rows.items():
+        for seed in entry["seeds"]:
+            training = seed.get("training") or {}
+            best = "-" if training.get("best_step") is None else (
+                f"{training['best_step']} of {training['last_step']}")
+            stopped = {True: "yes", False: "no"}.get(training.get("stopped_by_patience"), "-")
+            lines.append(f"| {name} | {'-' if seed.get('seed') is None else seed['seed']} | " +
+                         " | ".join(_number(seed.get(k)) for k in scores) +
+                         f" | {_number(seed.get('words_per_s'), 0)} | "
+                         f"{_hours(training.get('seconds'))} | {best} | {stopped} |")
+    return lines
+
+
+def to_markdown(result: dict) -> str:
+    """The benchmark's report: per section, the rows' means, then each seed."""
+    if not any(section in result for section in SECTIONS):
+        raise ValueError("not a raw-benchmark table: it has neither a from_text nor a "
+                         "gold_words section (an older layout: run raw-benchmark again)")
+    lines = [f"# Benchmark: {result['test']} ({result['docs']} documents from "
+             f"{result['documents']}, {result['words']} words)", ""]
+    for section in SECTIONS:
+        if section not in result:
             continue
-        rows.append([_cell(name), _secs(t.get("seconds_total")), _fmt(t.get("last_step")),
-                     _fmt(t.get("best_step")), _fmt(t.get("best_score")),
-                     _secs(t.get("seconds_to_best")), _secs(t.get("seconds_to_best_estimate"))])
-    out += _table(header, rows) + [""]
-
-    method = result.get("method") or {}
-    if method:
-        out += ["## Method", ""]
-        out += [f"* **{key}**: {text}" for key, text in method.items()]
-        out.append("")
-    return "\n".join(out)
-
-
-def _raw_text_section(raw: dict) -> List[str]:
-    out = ["## Raw text: whole pipelines from words (CoNLL 2018 scores)", "",
-           f"{raw.get('docs')} test documents ({raw.get('documents')}), {raw.get('sentences')} "
-           f"sentences, {raw.get('words')} words, given as words only: no tags, no sentence "
-           "boundaries. LAS/UAS over all words, punctuation included.", ""]
-    header = ["System", "LAS", "UAS", "Sent P", "Sent R", "Sent F1", "UPOS", "XPOS", "UFeats",
-              "Words/s", "x spaCy"]
-    rows = []
-    for name, s in (raw.get("systems") or {}).items():
-        if s.get("available") is False:
-            rows.append([_cell(name), _cell(f"unavailable: {s.get('error')}")]
-                        + ["-"] * (len(header) - 2))
-            continue
-        m = s.get("metrics") or {}
-        sents = m.get("sentences") or {}
-        rows.append([_cell(name)] + [_fmt(m.get(k)) for k in ("las", "uas")]
-                    + [_fmt(sents.get(k)) for k in ("precision", "recall", "f1")]
-                    + [_fmt(m.get(k)) for k in ("upos", "xpos", "ufeats")]
-                    + [_fmt_wps(s.get("words_per_second")), _fmt_ratio(s.get("ratio_to_spacy"))])
-    return out + _table(header, rows) + [""]
-
-
-def _speed_section(systems: dict) -> List[str]:
-    out = ["## Table 3: Speed and memory", ""]
-    header = ["Parser", "Parser alone words/s", "x spaCy", "Array work share",
-              "Array work alone words/s", "Whole pipeline words/s", "x spaCy",
-              "Peak MiB (alone)", "Peak MiB (pipeline)"]
-    by_core: Dict[Tuple[str, Optional[int]], Dict[str, dict]] = {}
-    for s in systems.values():
-        by_core.setdefault((s["parser"], s["beam"]), {})[s["setting"]] = s
-    rows = []
-    for (parser, beam), settings in by_core.items():
-        g, p = settings.get("gold", {}), settings.get("pipeline", {})
-        rows.append([
-            _cell(parser if beam is None else f"{parser} b={beam}"),
-            _fmt_wps(g.get("words_per_second")), _fmt_ratio(g.get("ratio_to_spacy")),
-            _fmt_ratio(g.get("search_array_share")), _fmt_wps(g.get("array_words_per_second")),
-            _fmt_wps(p.get("words_per_second")), _fmt_ratio(p.get("ratio_to_spacy")),
-            _mib(g.get("peak_memory_bytes")), _mib(p.get("peak_memory_bytes")),
-        ])
-    return out + _table(header, rows) + [""]
-
-
-def _scale_section(scale: dict) -> List[str]:
-    out = []
-    long_doc = scale.get("long_document")
-    if long_doc:
-        out += ["## One long document", "",
-                f"isbn_parser alone, beam {long_doc['beam']}, on one doc of {long_doc['tokens']} "
-                "test tokens (gold tags, repeated) with no sentence boundaries: "
-                f"{_fmt_wps(long_doc.get('words_per_second'))} words/s "
-                f"({_fmt_ratio(long_doc.get('ratio_to_batched'))} x the batched test-set figure "
-                f"at the same beam), peak {_mib(long_doc.get('peak_memory_bytes'))} MiB, "
-                f"{long_doc.get('sentences')} sentences found.", ""]
-    if scale.get("update"):
-        u = scale["update"]
-        out += [f"Training: isbn_parser's `update` on the first {u['docs']} training docs "
-                f"({u['words']} words, {u['batch_docs']} docs per batch, gold tags): "
-                f"{_fmt_wps(u['words_per_second'])} words/s.", ""]
-    if scale.get("processes"):
-        out += ["## Processes", ""]
-        out += ["The test docs in the same batches in one and n processes (at most a 2n-th "
-                "of the docs each), best of the repeated runs: gold-tagged docs through the "
-                "parser alone, and the docs' texts as strings through each whole pipeline. "
-                "Concurrent shares: the same batches dealt out in turn to n processes started "
-                "together that send no docs between them, each parsing its share in one "
-                "process; what the machine gives n processes, the ceiling for the speed-up.", ""]
-        header = ["Parser", "Input", "1 process words/s", "n processes words/s", "Speed-up",
-                  "Concurrent shares", "Identical"]
-        rows = [[raw_system_name(p["beam"], "pipeline") if p.get("input") == "text"
-                 else system_name(p.get("parser", ISBN), p["beam"], "gold"),
-                 "raw text" if p.get("input") == "text" else "gold-tagged docs",
-                 _fmt_wps(p["words_per_second_1"]),
-                 _fmt_wps(p[f"words_per_second_{p['n_process']}"]),
-                 f"x{p['speedup']:.2f} ({p['n_process']})",
-                 _fmt_speedup(p.get("concurrent_speedup")), str(p["identical"])]
-                for p in scale["processes"]]
-        out += _table(header, rows) + [""]
-    return out
-
-
-def _fmt_wps(value) -> str:
-    return "-" if value is None else f"{float(value):.0f}"
-
-
-def _fmt_ratio(value) -> str:
-    return "-" if value is None else f"{float(value):.2f}"
-
-
-def _fmt_speedup(value) -> str:
-    return "-" if value is None else f"x{float(value):.2f}"
-
-
-def write_benchmark(result: dict, out_dir: Path, treebank: Optional[str] = None) -> Dict[str, Path]:
-    """``benchmark_<tb>.json``, ``benchmark_<tb>.md`` and
-    ``benchmark_<tb>_f1_by_length.svg`` in ``out_dir``."""
-    tb = treebank or result.get("treebank", "tb")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out_dir / f"benchmark_{tb}.json", "md": out_dir / f"benchmark_{tb}.md",
-             "svg": out_dir / f"benchmark_{tb}_f1_by_length.svg"}
-    write_json(paths["json"], result)
-    write_text(paths["md"], render_benchmark_markdown(result))
-    plot_f1_by_length({n: s["metrics"] for n, s in result.get("systems", {}).items()},
-                      paths["svg"])
-    for p in paths.values():
-        log(f"wrote {p}")
-    return paths
+        heading = TITLES[section]
+        if section == "from_text":
+            heading += f" (tokenized by {result['tokenizer']})"
+        lines += [f"## {heading}", "",
+                  "Mean over seeds; CoNLL 2018 F1 over all words, punctuation included; words/s: "
+                  f"the whole pipeline, the fastest of {result['timed_passes']} passes; x spaCy: "
+                  "against spaCy's pipeline in this run; Train h: hours of `spacy train` "
+                  "(timed-train's train_timing.json beside the model; a row without the reranker "
+                  "counts the first stage alone).", ""]
+        lines += means_table(result[section], section) + ["", "Each seed:", ""]
+        lines += seeds_table(result[section], section) + [""]
+    return "\n".join(lines)

@@ -24,9 +24,10 @@ from ..corpus.files import project_path, read_docbin, write_json, write_text
 from ..corpus.readers import sentence_starts, words_doc
 from ..errors import UserError, require_component
 from .metrics import label_of
-from .report import _COLORS, svg_open
 
 N_BINS = 10
+# a system's colour in the reliability diagram
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd")
 HALVES = ("all", "first", "second")
 
 
@@ -248,7 +249,11 @@ def svg_reliability(result: dict, width: int = 640, height: int = 360) -> str:
     def y(v: float) -> float:
         return top + ph * (1.0 - max(0.0, min(1.0, v)))
 
-    parts = svg_open(width, height, left + pw / 2, "Reliability of arc probabilities")
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+             f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle">'
+             "Reliability of arc probabilities</text>"]
     for tick in range(0, 11, 2):
         v = tick / 10
         parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" stroke="#ddd"/>')
@@ -265,7 +270,7 @@ def svg_reliability(result: dict, width: int = 640, height: int = 360) -> str:
     names = list(result.get("systems", {}))
     for k, curve in enumerate(result.get("reliability", ())):
         name, kind = curve["system"], curve["kind"]
-        color = _COLORS[names.index(name) % len(_COLORS)]
+        color = COLORS[names.index(name) % len(COLORS)]
         dash = "" if kind == "head" else ' stroke-dasharray="6,3"'
         pts = [(x(b["confidence"]), y(b["accuracy"])) for b in curve["bins"] if b["n"]]
         if len(pts) > 1:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from ..corpus.conll import read_conll, resolve_format, sentences_to_docs
-from .systems import log
 
 
 # document lists (relative to the shared data dir) of treebanks without # newdoc comments
@@ -77,7 +76,7 @@ def document_list(treebank: str, data_dir: Optional[Path]) -> Optional[Path]:
         return None
     path = Path(data_dir) / DOCUMENT_LISTS[treebank]
     if not path.exists():
-        log(f"no document list at {path}: raw-text documents are blocks of "
-             f"{DOCUMENT_BLOCK} sentences")
+        print(f"no document list at {path}: the documents are blocks of {DOCUMENT_BLOCK} "
+              "sentences")
         return None
     return path

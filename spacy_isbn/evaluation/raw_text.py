@@ -15,6 +15,8 @@ Rows: the shipped pipeline (per-sentence k best reranked by the generative
 model), its conditional parser alone at beam 1 and at the shipped beam,
 spaCy's ``tagger,morphologizer,parser`` trained with spaCy's recipe and with
 ours, and optionally the conditional parser trained without latent links.
+Each seed carries its words/s and how long it trained; the table's layout
+and report: :mod:`.benchmark_report`.
 """
 import time
 from pathlib import Path
@@ -25,20 +27,14 @@ from spacy import util
 from spacy.training import Example
 
 from . import conll18
+from .benchmark_report import SECTIONS, SHIPPED, SPACY_DEFAULT, SPACY_OURS, add_means, to_markdown
 from .documents import document_sizes
 from .metrics import prf, score_conll18
+from .training_time import training_record
 from ..corpus.conll import (MULTIWORD_KEY, conll_blocks, parse_block, read_conll, resolve_format,
                             sentences_to_docs)
 from ..corpus.files import project_path, write_json, write_text
 from ..corpus.readers import words_doc
-
-SHIPPED, SPACY_DEFAULT, SPACY_OURS = "shipped", "spaCy default recipe", "spaCy our recipe"
-SECTIONS = ("from_text", "gold_words")
-# a seed's scores, in the table's order
-# ("Sentences by root": spaCy's convention, a sentence per root, on gold words only; it
-# differs from the treebank's split where sentences have several roots, as DDT's)
-SCORES = ("Tokens", "Words", "Sentences", "Sentences by root", "UPOS", "XPOS", "UFeats", "UAS",
-          "LAS")
 
 # passes each system makes over the documents; its words/s is the fastest
 # (spaCy's pipeline took 1.11 to 1.57 s a pass on EWT test here: with two
@@ -154,7 +150,7 @@ def tokenization_scores(tokenizer, path: Path) -> dict:
                 i = last + 1
         doc = tokenizer(text)
         inner = {k for a, b in doc.user_data.get(MULTIWORD_KEY, ()) for k in range(a + 1, b + 1)}
-        tokens, words, position, token_start, k = [], set(), 0, 0, 0
+        tokens, words, position, k = [], set(), 0, 0
         for t in doc:
             if t.is_space:
                 continue
@@ -284,61 +280,23 @@ def run(test_path: Path, systems: List[dict], output: Path, *, markdown: Optiona
                 result["tokenizer"] = (f"{type(source.tokenizer).__name__} of "
                                        f"{project_path(tokenizer or model)}")
             saved = {name: dict(nlp.get_pipe(name).cfg) for name in _isbn_parsers(nlp)}
+            training = training_record(model, nlp.config["training"],
+                                       first_stage=system.get("rerank") is False)
             for section in sections:
                 for name, cfg in saved.items():
                     nlp.get_pipe(name).cfg.update(cfg)
                 row = _run_seed(nlp, system, test, section, shared, batch_size)
-                row = {"seed": _seed_of(nlp), "model": project_path(model), **row}
+                row = {"seed": _seed_of(nlp), "model": project_path(model), **row,
+                       "training": training}
                 entry = result[section].setdefault(system["name"], {"seeds": []})
                 entry["seeds"].append(row)
                 print(f"{section} {system['name']} seed {row['seed']}: LAS {row['LAS']:.2f}, "
                       f"Tokens {row['Tokens']:.2f}, Sentences {row['Sentences']:.2f}, "
                       f"{row['words_per_s']:.0f} words/s")
     for section in sections:
-        _add_means(result[section])
+        add_means(result[section])
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     write_json(output, result)
     if markdown is not None:
         write_text(Path(markdown), to_markdown(result))
     return result
-
-
-def _add_means(rows: Dict[str, dict]) -> None:
-    """Each row's mean over its seeds, and its words/s against spaCy's
-    pipeline (its default recipe's mean, else ours)."""
-    for entry in rows.values():
-        seeds = entry["seeds"]
-        entry["mean"] = {key: sum(s[key] for s in seeds) / len(seeds)
-                         for key in SCORES + ("words_per_s",)
-                         if all(s[key] is not None for s in seeds)}
-    reference = next((rows[n]["mean"]["words_per_s"] for n in (SPACY_DEFAULT, SPACY_OURS)
-                      if n in rows), None)
-    for entry in rows.values():
-        entry["mean"]["x_spacy"] = (None if reference is None
-                                    else entry["mean"]["words_per_s"] / reference)
-
-
-def to_markdown(result: dict) -> str:
-    """One table per section: each row's mean over seeds, the seeds' own
-    LAS beside it."""
-    lines = [f"# Benchmark: {result['test']} ({result['docs']} documents from "
-             f"{result['documents']}, {result['words']} words)", ""]
-    titles = {"from_text": f"From the text (tokenized by {result['tokenizer']})",
-              "gold_words": "On gold words (tags, sentences and trees predicted)"}
-    for section in SECTIONS:
-        if section not in result:
-            continue
-        lines += [f"## {titles[section]}", "",
-                  "Mean over seeds; CoNLL 2018 F1 over all words, punctuation included; words/s: "
-                  f"the whole pipeline, the fastest of {result['timed_passes']} passes.", "",
-                  "| Row | Seeds | " + " | ".join(SCORES) + " | LAS per seed | Words/s | x spaCy |",
-                  "|---|---:|" + "---:|" * len(SCORES) + "---|---:|---:|"]
-        for name, entry in result[section].items():
-            mean = entry["mean"]
-            cells = ["-" if mean.get(k) is None else f"{mean[k]:.2f}" for k in SCORES]
-            per_seed = ", ".join(f"{s['LAS']:.2f}" for s in entry["seeds"])
-            ratio = "-" if mean["x_spacy"] is None else f"{mean['x_spacy']:.2f}"
-            lines.append(f"| {name} | {len(entry['seeds'])} | " + " | ".join(cells) +
-                         f" | {per_seed} | {mean['words_per_s']:.0f} | {ratio} |")
-        lines.append("")
-    return "\n".join(lines)

@@ -15,7 +15,6 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Uni
 import srsly
 from spacy.util import registry
 
-from .systems import log
 from ..corpus.files import project_path, write_json
 
 TIMING_FILE = "train_timing.json"
@@ -123,7 +122,7 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
         if not eq:
             raise ValueError(f"override must be key=value, not {item!r}")
         cmd += ["--" + key.lstrip("-"), value]
-    log("running: " + " ".join(cmd))
+    print("running: " + " ".join(cmd), flush=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     started = time.time()
     start = time.perf_counter()
@@ -147,8 +146,8 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
     timing_out = Path(timing_out) if timing_out else output / TIMING_FILE
     timing_out.parent.mkdir(parents=True, exist_ok=True)
     write_json(timing_out, result)
-    log(f"training: {total:.1f}s, best score {result['best_score']} at step "
-        f"{result['best_step']} (of {result['last_step']}); timing -> {timing_out}")
+    print(f"training: {total:.1f}s, best score {result['best_score']} at step "
+          f"{result['best_step']} (of {result['last_step']}); timing -> {timing_out}", flush=True)
     return result
 
 
@@ -162,40 +161,28 @@ def load_timing(path: Optional[Path]) -> Optional[dict]:
     return data
 
 
-def seconds_per_step(config: Path, *, train: Path, dev: Path, steps: int = 20, warmup: int = 3,
-                     overrides: Optional[Dict[str, Any]] = None) -> dict:
-    """Seconds per ``spacy train`` step of ``config``: its pipeline initialised
-    as ``spacy train`` does (``init_nlp``), then ``steps`` updates (after
-    ``warmup``) on its own batcher's batches of ``train``, with its dropout
-    and annotating components; evaluation and saving left out."""
-    from spacy.training.initialize import init_nlp
-    from spacy.util import load_config, resolve_dot_names
-
-    settings = {"paths.train": str(train), "paths.dev": str(dev), **(overrides or {})}
-    cfg = load_config(config, overrides=settings, interpolate=False)
-    nlp = init_nlp(cfg)
-    T = registry.resolve(nlp.config.interpolate()["training"], schema=None)
-    (train_corpus,) = resolve_dot_names(nlp.config.interpolate(), [T["train_corpus"]])
-    optimizer = T["optimizer"]
-    def epochs():  # the corpus again as often as the steps need it
-        while True:
-            yield from T["batcher"](train_corpus(nlp))
-
-    batches = epochs()
-    frozen = set(T["frozen_components"])
-    update = dict(drop=T["dropout"], sgd=optimizer, annotates=T["annotating_components"],
-                  exclude=frozen)
-    for _ in range(warmup):
-        nlp.update(next(batches), **update)
-        optimizer.step_schedules()
-    seconds, words = [], 0
-    for _ in range(steps):
-        batch = next(batches)
-        start = time.perf_counter()
-        nlp.update(batch, **update)
-        seconds.append(time.perf_counter() - start)
-        optimizer.step_schedules()  # as spacy train's loop does: the learning rate warms up
-        words += sum(len(eg.reference) for eg in batch)
-    return {"config": project_path(config), "pipeline": nlp.pipe_names, "steps": steps,
-            "seconds_per_step": sum(seconds) / steps, "median_seconds": sorted(seconds)[steps // 2],
-            "words_per_step": words / steps}
+def training_record(model: Path, training: dict, *, first_stage: bool = False) -> Optional[dict]:
+    """How the pipeline saved at ``model`` was trained, from the
+    ``train_timing.json`` that ``timed-train`` wrote beside it (None without
+    one): its seconds, best and last step, and whether ``patience`` stopped
+    it (``training``: the pipeline's ``[training]`` settings; spaCy stops
+    once ``patience`` steps passed since the earliest best evaluation).
+    ``first_stage``: of a two-stage pipeline, the first stage alone (what a
+    row that leaves the second stage's component out needed)."""
+    path = Path(model).parent / TIMING_FILE
+    if not path.exists():
+        return None
+    timing = srsly.read_json(path)
+    stages = 2 if timing.get("earlier_stage") else 1
+    if first_stage and stages == 2:
+        timing, stages = timing["earlier_stage"], 1
+    rows = timing.get("rows") or []
+    top = max((r["score"] for r in rows), default=None)
+    earliest_best = min((r["step"] for r in rows if r["score"] == top),
+                        default=timing.get("best_step"))
+    patience, last = int(training.get("patience") or 0), timing.get("last_step")
+    return {"seconds": timing["seconds_total"], "seconds_to_best": timing.get("seconds_to_best"),
+            "best_step": timing.get("best_step"), "last_step": last, "stages_timed": stages,
+            "stopped_by_patience": bool(patience and last is not None and earliest_best is not None
+                                        and last - earliest_best >= patience),
+            "timing": project_path(path)}

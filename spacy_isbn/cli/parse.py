@@ -78,7 +78,7 @@ def parse_benchmark_cli(
                                    help="where the temporary text and outputs go"),
 ):
     """Words/s of parse in one process, --n-process and --engine ray against two independent runs; peak memory."""
-    from ..evaluation.parse_speed import parse_benchmark
+    from ..parsing.speed import parse_benchmark
 
     result = parse_benchmark(model, corpus, output, words=words, workers=workers,
                              shard_size=shard_size, batch_size=batch_size, beam_width=beam_width,

@@ -23,7 +23,7 @@ import srsly
 
 from ..corpus.files import project_path, read_docbin, write_json
 from ..errors import UserError
-from ..parsing.shards import one_thread_each
+from .shards import one_thread_each
 
 METHOD = (
     "The corpus's sentences as plain text, one per line, repeated until there are at least the "

@@ -5,7 +5,7 @@ plain function.  ``spacy-isbn --help`` lists them; ``project.yml`` calls them.
 Groups: :mod:`.data` (fetch, convert, split, prepare), :mod:`.train`
 (configs, training, reranking weight, evaluation), :mod:`.rerank`
 (kbest-lists, rerank-train), :mod:`.benchmark`
-(benchmarks, speeds), :mod:`.parse` (parse, parse-benchmark),
+(raw-benchmark, profile, approximation-speed), :mod:`.parse` (parse, parse-benchmark),
 :mod:`.language_model` (surprisal, perplexity), :mod:`.annotation_errors`
 (score-trees, find-errors, error-finder-eval), :mod:`.calibration`
 (calibration, confidence-fit), :mod:`.constituency`, :mod:`.dbn`,

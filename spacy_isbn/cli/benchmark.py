@@ -36,7 +36,8 @@ def raw_benchmark_cli(
 ):
     """The benchmark table: each row's seeds on the test split's text (one
     tokenizer, the shipped pipeline's) and on its gold words; CoNLL 2018
-    scores, whole-pipeline words/s."""
+    scores, whole-pipeline words/s against spaCy's, each seed's training
+    time (train_timing.json beside its model)."""
     from ..evaluation import raw_text
     from ..evaluation.documents import document_list
 

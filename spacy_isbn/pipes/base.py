@@ -27,6 +27,7 @@ from ..transitions.derivation import Derivation
 from ..transitions.inputs import SegmentInputs, TokenColumns
 from ..transitions.lexicon import Lexicon
 from .exploration import explore_update
+from .settings import Settings
 
 WRITERS = {"json": srsly.write_json, "msgpack": srsly.write_msgpack,
            "bytes": lambda path, data: path.write_bytes(data)}
@@ -273,41 +274,15 @@ class ISBNPipe(SavedParts, TrainablePipe):
     system over ``lexicon`` (and whatever else :meth:`_new_moves` reads), both
     learned from the training data at :meth:`initialize`."""
 
-    def __init__(self, vocab: Vocab, model: Model, name: str, cfg: dict,
+    def __init__(self, vocab: Vocab, model: Model, name: str, settings: Settings,
                  scorer: Optional[Callable]):
+        settings.check(name)
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
-        self.cfg = cfg
-        self._check_settings()
-        self._set_lexicon(Lexicon(cfg["cutoff"]))
-
-    # the smallest value of each integer setting, and the values of the others
-    AT_LEAST = {"beam_width": 1, "label_top_k": 1, "tag_top_k": 1, "cutoff": 1,
-                "max_batch_words": 1, "segment_length": 0, "boundary_beam": 0,
-                "explore_warmup": 0}
-    # settings that are shares: between 0 and 1
-    SHARES = ("beam_density",)
-    CHOICES = {"tagging": ("pipeline", "joint", "auto"), "tag_attr": ("tag", "pos")}
-
-    def _check_settings(self) -> None:
-        """Refuse a setting no search or training can use, naming it."""
-        for key, minimum in self.AT_LEAST.items():
-            value = self.cfg.get(key, minimum)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise UserError(f"component '{self.name}': {key} = {value!r}: "
-                                f"give an integer of at least {minimum}")
-        for key in self.SHARES:
-            value = self.cfg.get(key, 0.0)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0.0 <= value <= 1.0:
-                raise UserError(f"component '{self.name}': {key} = {value!r}: "
-                                "give a number between 0 and 1")
-        for key, choices in self.CHOICES.items():
-            if key in self.cfg and self.cfg[key] not in choices:
-                raise UserError(f"component '{self.name}': {key} = {self.cfg[key]!r}: "
-                                f"one of {', '.join(choices)}")
+        self.cfg = settings.cfg()
+        self._set_lexicon(Lexicon(self.cfg["cutoff"]))
 
     def __call__(self, doc: Doc) -> Doc:
         self._require_initialized()

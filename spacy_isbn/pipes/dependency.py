@@ -21,6 +21,7 @@ from ..transitions.inputs import JointTables
 from ..transitions.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..transitions.projectivity import projectivize
 from .base import ISBNPipe
+from .settings import Settings
 from .surprisal import WordSurprisal
 from .tree_scores import ForcedDerivations
 
@@ -41,10 +42,8 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
     """An ISBN over the arc-eager system: what its training reads of the
     gold trees and the tags, and its scores of given trees."""
 
-    def __init__(self, vocab: Vocab, model: Model, name: str, cfg: dict, scorer):
-        if cfg["tag_attr"] not in ("tag", "pos"):
-            raise ValueError(f"tag_attr must be 'tag' or 'pos', not {cfg['tag_attr']!r}")
-        super().__init__(vocab, model, name, cfg, scorer)
+    def __init__(self, vocab: Vocab, model: Model, name: str, settings: Settings, scorer):
+        super().__init__(vocab, model, name, settings, scorer)
         self.forced_derivations = ForcedDerivations(self)
 
     @property

@@ -238,7 +238,7 @@ def test_a_sentence_scored_from_the_end_of_the_one_before_is_the_chained_score(p
     (item,) = given.trees_set_on([doc])
     chained = given.score([item])[0]
     assert len(chained) == 3
-    context = numpy.zeros((1, given.pipe.core.get_dim("nH")), dtype="float32")
+    context = numpy.zeros((1, nlp.get_pipe("isbn_reranker").core.get_dim("nH")), dtype="float32")
     for sent, expected in zip(item[1], chained):
         (scores,), context = given.score([(doc, [sent])], context)
         assert scores[0].logprob == expected.logprob

@@ -26,7 +26,6 @@ from ..model.isbn import core_of, negative_log_likelihood, project_tokens
 from ..transitions.derivation import Derivation
 from ..transitions.inputs import SegmentInputs, TokenColumns
 from ..transitions.lexicon import Lexicon
-from .exploration import explore_update
 from .settings import Settings
 
 WRITERS = {"json": srsly.write_json, "msgpack": srsly.write_msgpack,
@@ -330,6 +329,11 @@ class ISBNPipe(SavedParts, TrainablePipe):
     def _inputs(self, columns: TokenColumns) -> SegmentInputs:
         return SegmentInputs(columns, self.lexicon, generative=self.generative)
 
+    def words_inputs(self, docs: Sequence[Doc], doc_words: Sequence[DocWords]) -> SegmentInputs:
+        """The inputs of the docs' words, one doc's after another's."""
+        return self._inputs(TokenColumns.concat(
+            [self._columns(doc, words.tokens) for doc, words in zip(docs, doc_words)]))
+
     def token_vectors(self, docs: Sequence[Doc], words: Optional[Sequence[DocWords]] = None
                       ) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
         """The conditional model's projected token vectors of ``docs`` and each
@@ -430,7 +434,7 @@ class ISBNPipe(SavedParts, TrainablePipe):
         losses.setdefault(self.name, 0.0)
         self._n_updates = getattr(self, "_n_updates", 0) + 1
         if self._explores():
-            losses[self.name] += explore_update(self, examples, self.cfg["explore_rate"])
+            losses[self.name] += self.explore_update(examples)
             if sgd is not None:
                 self.finish_update(sgd)
             return losses
@@ -463,7 +467,7 @@ class ISBNPipe(SavedParts, TrainablePipe):
         return losses
 
     def _explores(self) -> bool:
-        """Train with exploration (:mod:`.exploration`): a conditional model,
+        """Train with exploration (:meth:`explore_update`): a conditional model,
         ``explore_rate`` > 0, a system with a dynamic oracle, past the
         ``explore_warmup`` updates on gold derivations."""
         return (not self.generative and self.cfg.get("explore_rate", 0.0) > 0
@@ -472,6 +476,11 @@ class ISBNPipe(SavedParts, TrainablePipe):
 
     def _derivations(self, examples: List[Example]) -> List[Derivation]:
         """The gold derivations of the examples' reference analyses."""
+        raise NotImplementedError
+
+    def explore_update(self, examples: List[Example]) -> float:
+        """One training step with exploration (systems with a dynamic
+        oracle); adds the gradients and returns the loss."""
         raise NotImplementedError
 
     def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:

@@ -19,7 +19,7 @@ from thinc.api import Config, Model
 
 from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
-from ..evaluation.parseval import score_trees
+from ..evaluation.parseval import parseval_scores
 from ..extensions import register_extensions
 from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, SegmentParse
@@ -47,7 +47,7 @@ def constituency_score(examples: Iterable[Example], **kwargs) -> Dict[str, float
     examples = list(examples)
     gold = [doc_tree(eg.reference) for eg in examples]
     predicted = [tree for eg in examples for tree in doc_trees(eg.predicted)]
-    scores = score_trees(gold, predicted)["all"]
+    scores = parseval_scores(gold, predicted)["all"]
     return {"constituency_p": scores["precision"] / 100, "constituency_r": scores["recall"] / 100,
             "constituency_f": scores["f1"] / 100}
 

@@ -23,7 +23,6 @@ from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
 from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, ParsedSentence, SegmentParse
-from ..transitions.inputs import TokenColumns
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_space_tags, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
@@ -118,8 +117,7 @@ class ISBNParser(DependencyPipe):
         groups: Dict[bool, list] = {False: [], True: []}
         doc_words = [DocWords(doc) for doc in docs]
         # all docs' words one after another, read at once: doc d's from first_word[d]
-        inputs = self._inputs(TokenColumns.concat(
-            [self._columns(doc, words.tokens) for doc, words in zip(docs, doc_words)]))
+        inputs = self.words_inputs(docs, doc_words)
         first_word = numpy.cumsum([0] + [len(words) for words in doc_words]).tolist()
         for d, (doc, words) in enumerate(zip(docs, doc_words)):
             if len(words) == 0:

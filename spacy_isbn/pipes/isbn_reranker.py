@@ -306,8 +306,8 @@ class ISBNReranker(DependencyPipe):
             if exact:
                 scores.append(chosen_scores)
         self.write_confidence(docs, candidates, weights)
-        self.write_sentence_scores(items, scores)
-        self.write_scores(again)
+        self._write_sentence_scores(items, scores)
+        self._write_scores(again)
         for doc, _ in items + again:
             # log P(returned trees, words) plus each sentence's candidates' mass
             # relative to its returned tree: a lower bound on log P(words),

@@ -1,4 +1,5 @@
-"""Training the conditional parser with exploration, as spaCy trains its own.
+"""Training the conditional parser over the arc-eager system with
+exploration, as spaCy trains its own.
 
 The model follows its own predictions through chunks of gold sentences, and
 at every configuration learns the moves that lose no gold arc (the dynamic
@@ -6,15 +7,16 @@ oracle, ``moves.costs``). This teaches it to recover from its own mistakes.
 How chunks, sentence ends and labels are handled: docs/design.md, "The data
 flow" (``explore_rate``).
 """
-from typing import List, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy
-from spacy.training import Example
+from spacy.tokens import Doc
+from thinc.api import Model
 
-from ..model.isbn import project_tokens
+from ..model.isbn import core_of, project_tokens
 from ..model.features import vector_feature_ids
 from ..model.step import DecisionHead, History, embedding_table
-from ..transitions.arc_eager import LEFT
+from .arc_eager import LEFT, ArcEagerMoves
 
 NEG_INF = -numpy.inf
 
@@ -53,53 +55,60 @@ class Chunk:
         return numpy.concatenate([[-1], local]).astype("int32")
 
 
-def training_chunks(pipe, examples: List[Example]) -> List[Chunk]:
-    """The examples' runs of consecutive complete gold trees whose labels
-    the lexicon knows, cut into chunks of at most ``CHUNK_WORDS`` words."""
+# a doc's gold trees (``DependencyPipe._gold_trees``: span, 1-based heads,
+# labels) and its word rows of a span (start, end)
+GoldDoc = Tuple[Iterable[Tuple[Tuple[int, int], List[int], List[str]]],
+                Callable[[int, int], numpy.ndarray]]
+
+
+def training_chunks(docs: Sequence[GoldDoc], doc_lengths: Sequence[int],
+                    label_ids: Dict[str, int]) -> List[Chunk]:
+    """The docs' runs of consecutive complete gold trees whose labels the
+    lexicon knows (``label_ids``), cut into chunks of at most
+    ``CHUNK_WORDS`` words; ``doc_lengths``: the docs' tokens, one doc's
+    after another's among the update's token vectors."""
     out, first_token = [], 0
-    label_ids = pipe.lexicon.label_ids
-    for eg in examples:
-        doc = eg.reference
-        doc_start, first_token = first_token, first_token + len(eg.predicted)
-        columns = pipe._columns(doc)
+    for (trees, rows_of), n_tokens in zip(docs, doc_lengths):
+        doc_start, first_token = first_token, first_token + n_tokens
         run: List[Tuple[int, int, list, list]] = []
-        for (start, end), gold, labels in pipe._gold_trees(doc):
+        for (start, end), gold, labels in trees:
             ids = [label_ids.get(lab, -1) for lab in labels]
             joins = run and run[-1][1] == start and end - run[0][0] <= CHUNK_WORDS
             if run and not joins:
-                out.append(_chunk(pipe, columns, run, doc_start, first_token))
+                out.append(_chunk(rows_of, run, doc_start, first_token))
                 run = []
             if min(ids) >= 0:
                 run.append((start, end, gold, ids))
         if run:
-            out.append(_chunk(pipe, columns, run, doc_start, first_token))
+            out.append(_chunk(rows_of, run, doc_start, first_token))
     return out
 
 
-def _chunk(pipe, columns, run, doc_start: int, doc_end: int) -> Chunk:
+def _chunk(rows_of: Callable[[int, int], numpy.ndarray], run, doc_start: int,
+           doc_end: int) -> Chunk:
     first = run[0][0]
     heads, labels, ends = [0], [0], []
     for start, end, gold, ids in run:
         heads += [h + start - first if h > 0 else 0 for h in gold[1:]]
         labels += ids
         ends += [False] * (end - start - 1) + [True]
-    rows = pipe._inputs(columns.span(first, run[-1][1])).rows
-    return Chunk(rows, heads, labels, ends, doc_start + first, doc_end)
+    return Chunk(rows_of(first, run[-1][1]), heads, labels, ends, doc_start + first, doc_end)
 
 
-def explore_update(pipe, examples: List[Example], explore_rate: float, rng=numpy.random) -> float:
-    """One training step of a conditional pipe on the examples with
-    exploration; adds the gradients (tok2vec's through its listener) and
-    returns the loss, summed over the decisions."""
-    chunks = training_chunks(pipe, examples)
+def explore_update(model: Model, moves: ArcEagerMoves, docs: List[Doc], chunks: List[Chunk],
+                   explore_rate: float, multiroot: bool, rng=numpy.random) -> float:
+    """One training step of a conditional ``model`` over ``moves`` on the
+    ``chunks`` of ``docs`` (:func:`training_chunks`) with exploration; adds
+    the gradients (tok2vec's through its listener) and returns the loss,
+    summed over the decisions."""
     if not chunks:
         return 0.0
-    model, core, moves = pipe.model, pipe.core, pipe.moves
-    vectors, _, bp_vectors = project_tokens(model, [eg.predicted for eg in examples], True)
+    core = core_of(model)
+    vectors, _, bp_vectors = project_tokens(model, docs, True)
     history = History(core, embedding_table(core, vectors),
                       capacity=sum(4 * c.n + 2 for c in chunks), is_train=True)
-    states = moves.new_states(pipe.cfg["multiroot"])
-    rollout = Rollout(pipe, states, chunks, history, explore_rate, rng)
+    states = moves.new_states(multiroot)
+    rollout = Rollout(moves, core, states, chunks, history, explore_rate, rng)
     try:
         rollout.run()
     finally:
@@ -114,10 +123,10 @@ class Rollout:
     """One configuration per chunk (its current sentence), all advanced in
     lockstep, and what each step's states are to learn."""
 
-    def __init__(self, pipe, states, chunks: List[Chunk], history: History,
-                 explore_rate: float, rng):
+    def __init__(self, moves: ArcEagerMoves, core: Model, states, chunks: List[Chunk],
+                 history: History, explore_rate: float, rng):
         self.states, self.chunks, self.history = states, chunks, history
-        self.moves, self.core = pipe.moves, pipe.core
+        self.moves, self.core = moves, core
         self.explore_rate, self.rng = explore_rate, rng
         self.heads = {"a": DecisionHead(self.core, "Wa", "ba"),
                       "l": DecisionHead(self.core, "Wl", "bl"),

@@ -179,15 +179,15 @@ def test_forward_matches_the_step_scorer_along_gold_derivations():
 
         H = state(first=True)
         no_end = numpy.array([False])
-        total += step.tag_logprobs(H, no_end)[0, 0]  # the first word: certain
+        total += step.heads.tag_logprobs(H, no_end)[0, 0]  # the first word: certain
         for action, label in oracle_derivation(heads, labels):
             H = state()
-            total += step.actions(H, numpy.array([config.legal_actions()]))[0, action]
+            total += step.heads.actions(H, numpy.array([config.legal_actions()]))[0, action]
             if action in (LEFT, RIGHT):
-                total += step.label_logprobs(H, action, [config.label_kind(action)])[0, label]
+                total += step.heads.label_logprobs(H, action, [config.label_kind(action)])[0, label]
             elif action == SHIFT:
                 end = numpy.array([config.end_is_legal()])
-                total += step.tag_logprobs(H, end)[0, 0 if config.front < inputs.n else 1]
+                total += step.heads.tag_logprobs(H, end)[0, 0 if config.front < inputs.n else 1]
             config.apply(action, label)
     assert total == pytest.approx(float(expected), abs=1e-3)
 

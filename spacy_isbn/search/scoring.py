@@ -47,7 +47,7 @@ class StepScorer:
     def _first_heads(self, eta) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The means of first states and their tag log-probs (END ruled out)."""
         H = self.step.means(eta)
-        return H, self.step.tag_logprobs(H, numpy.zeros(len(eta), bool))
+        return H, self.step.heads.tag_logprobs(H, numpy.zeros(len(eta), bool))
 
     def _first_word(self, eta, rows, toks, words: Words, pool: StatePool) -> Candidates:
         """Candidates for sentences' first words (tokens ``toks``) from the
@@ -70,10 +70,10 @@ class StepScorer:
         H = step.means(eta)
         N = len(H)
         if step.meanfield:
-            act_lp, ids = step.actions(H, masks), None
+            act_lp, ids = step.heads.actions(H, masks), None
         else:
             # every head reads the step's means: all in one call
-            act_lp, tag_lp, top, top_lp = step.head_logprobs(
+            act_lp, tag_lp, top, top_lp = step.heads.step_logprobs(
                 H, masks, req["allowed"], req["floor"], end_legal, kinds, spec.labelled_actions,
                 min(self.label_top_k, step.nL))
             ids = pool.add(H)
@@ -91,7 +91,7 @@ class StepScorer:
             open_ = req["allowed"] & (act_lp > req["floor"][:, None])
             open_rows = [numpy.flatnonzero(open_[:, action]) for action in range(spec.n_actions)]
             a_word = self._decisions_meanfield(eta, masks, open_rows, kinds, after, out, pool)
-            tag_lp = step.tag_logprobs(step.means(a_word), end_legal)
+            tag_lp = step.heads.tag_logprobs(step.means(a_word), end_legal)
         else:
             # every decision reads the step's means: filed as they are
             # (lockstep's feedforward_decision_rows)
@@ -156,7 +156,7 @@ class StepScorer:
     def _top_labels(self, H, action: int, kinds):
         """The ``label_top_k`` best labels after ``action`` from the states
         ``H`` and their log-probs."""
-        return self.step.top_labels(H, action, kinds, min(self.label_top_k, self.step.nL))
+        return self.step.heads.top_labels(H, action, kinds, min(self.label_top_k, self.step.nL))
 
     def _decisions_meanfield(self, eta, masks, open_rows, kinds, after, out: dict,
                              pool: StatePool) -> numpy.ndarray:
@@ -232,16 +232,16 @@ class StepScorer:
             # one state per row: the bundle and form distributions read it
             H = H_all[r[sel]]
             if bundles[sel].min() >= 0:  # given bundles: both in one product
-                lp, form_lp = step.bundle_and_form(H, tag, bundles[sel], forms[sel])
+                lp, form_lp = step.heads.bundle_and_form(H, tag, bundles[sel], forms[sel])
                 # an unknown class's form is spelled out (the open vocabulary)
                 form_lp += spells[sel]
                 lp += tag_lp[r[sel], tag] + spells[sel]
                 parts.append((pos[sel], lp, numpy.full(len(sel), tag), bundles[sel], ids[r[sel]],
                               form_lp))
                 continue
-            cand, cand_bundle, lp = self._bundles(step.bundle_logprobs(H, tag), tag,
+            cand, cand_bundle, lp = self._bundles(step.heads.bundle_logprobs(H, tag), tag,
                                                   bundles[sel], tag_lp[r[sel], tag])
-            form_lp = step.form_logprobs(H, tag, forms[sel])[cand] + spells[sel][cand]
+            form_lp = step.heads.form_logprobs(H, tag, forms[sel])[cand] + spells[sel][cand]
             lp += form_lp
             sel = sel[cand]
             parts.append((pos[sel], lp, numpy.full(len(cand), tag), cand_bundle, ids[r[sel]],
@@ -261,7 +261,7 @@ class StepScorer:
         for tag in numpy.unique(tags):
             sel = numpy.nonzero(tags == tag)[0]
             tag = int(tag)
-            cand, cand_bundle, lp = self._bundles(step.bundle_logprobs(H_tag[sel], tag), tag,
+            cand, cand_bundle, lp = self._bundles(step.heads.bundle_logprobs(H_tag[sel], tag), tag,
                                                   bundles[sel], tag_lp[rows[sel], tag])
             cands.append(sel[cand])
             cand_bundles.append(cand_bundle)
@@ -275,7 +275,7 @@ class StepScorer:
         form_lp = numpy.zeros(len(cand))
         for tag in numpy.unique(cand_tags):
             sel = cand_tags == tag
-            form_lp[sel] = step.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
+            form_lp[sel] = step.heads.form_logprobs(H_bundle[sel], int(tag), cand_forms[sel])
         form_lp += spells[cand]
         lp += form_lp
         a_form = step.refine(eta[rows[cand]], a_bundle, form=cand_forms, **decided)
@@ -285,7 +285,7 @@ class StepScorer:
     def _bundles(self, bundle_lp, tag: int, bundles, base_lp):
         """(candidate index into the rows, bundle, log-prob so far) of each way
         to go on: a row's given bundle, or (bundle -1) its ``tag_top_k`` best."""
-        lo = self.step.bundle_ranges[tag][0]
+        lo = self.step.heads.bundle_ranges[tag][0]
         if bundles.min() >= 0:  # all given (pipeline tagging)
             cand = numpy.arange(len(bundles))
             return cand, bundles, base_lp + bundle_lp[cand, bundles - lo]

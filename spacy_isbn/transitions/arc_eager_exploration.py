@@ -15,7 +15,8 @@ from thinc.api import Model
 
 from ..model.isbn import core_of, project_tokens
 from ..model.features import vector_feature_ids
-from ..model.step import DecisionHead, History, embedding_table
+from ..model.heads import Heads
+from ..model.step import History, embedding_table
 from .arc_eager import LEFT, ArcEagerMoves
 
 NEG_INF = -numpy.inf
@@ -128,11 +129,8 @@ class Rollout:
         self.states, self.chunks, self.history = states, chunks, history
         self.moves, self.core = moves, core
         self.explore_rate, self.rng = explore_rate, rng
-        self.heads = {"a": DecisionHead(self.core, "Wa", "ba"),
-                      "l": DecisionHead(self.core, "Wl", "bl"),
-                      "t": DecisionHead(self.core, "Wt", "bt")}
-        self.label_masks = numpy.asarray(self.core.attrs["label_masks"], dtype=bool)
-        self.nL = self.core.get_dim("nL")
+        self.heads = Heads(core)
+        self.label_masks, self.nL = self.heads.label_masks, self.heads.nL
         B = len(chunks)
         self.n = numpy.array([c.n for c in chunks], dtype="int64")
         # the current sentence's first chunk word, and its configuration (-1: none)
@@ -205,7 +203,7 @@ class Rollout:
             ids = history.step(src, feats)
             H = history.means[ids]
             masks, allowed, end_legal = masks.view(bool), allowed.view(bool), end_legal.view(bool)
-            act_lp = self.heads["a"].logprobs(H, masks)
+            act_lp = self.heads.logprobs("a", H, masks)
             word = self.first_word[active] + self.offset[active] + front - 1  # the front
             horizon = self.sentence_end[word] - self.offset[active]
             costs = self.moves.costs(states, handles, self.gold_heads, self.gold_start[active],
@@ -241,7 +239,7 @@ class Rollout:
             return ending
         gold = gold_end[shifted]
         mask = numpy.stack([numpy.ones(len(shifted), bool), end_legal[shifted]], axis=1)
-        predicted = self.heads["t"].logprobs(H[shifted], mask).argmax(axis=1) == 1
+        predicted = self.heads.logprobs("t", H[shifted], mask).argmax(axis=1) == 1
         choice = numpy.where(explore[shifted], predicted, gold) & end_legal[shifted]
         ending[shifted] = last[shifted] | choice
         learn = end_legal[shifted] | ~gold  # a gold end after a wrong tree may be illegal
@@ -259,8 +257,8 @@ class Rollout:
             if not len(rows):
                 continue
             block = spec.label_blocks[act]
-            lp = self.heads["l"].logprobs(H[rows], self.label_masks[kinds[rows, k]],
-                                          rows_lo=block * self.nL)
+            lp = self.heads.logprobs("l", H[rows], self.label_masks[kinds[rows, k]],
+                                     rows_lo=block * self.nL)
             label[rows] = lp.argmax(axis=1)
             gold = numpy.full(len(rows), -1, dtype="int64")
             for j, r in enumerate(rows):
@@ -286,17 +284,16 @@ class Rollout:
         pieces = []
         if self.actions:
             ids, masks, zero = (numpy.concatenate(parts) for parts in zip(*self.actions))
-            pieces.append((ids, heads["a"].score(history.means[ids], masks, zero)))
+            pieces.append((ids, heads.score("a", history.means[ids], masks, zero)))
         for ids, kinds, block, gold in self.labels:
-            pieces.append((ids, heads["l"].score(history.means[ids], self.label_masks[kinds],
-                                                 gold, rows_lo=block * self.nL)))
+            pieces.append((ids, heads.score("l", history.means[ids], self.label_masks[kinds],
+                                            gold, rows_lo=block * self.nL)))
         if self.ends:
             ids, end_legal, target = (numpy.concatenate(parts) for parts in zip(*self.ends))
             mask = numpy.stack([numpy.ones(len(ids), bool), end_legal], axis=1)
-            pieces.append((ids, heads["t"].score(history.means[ids], mask, target)))
+            pieces.append((ids, heads.score("t", history.means[ids], mask, target)))
         for ids, (lp, backprop) in pieces:
             total -= float(lp.sum())
             d_means[ids] += backprop(-numpy.ones(len(lp), dtype=d_means.dtype))
-        for head in heads.values():
-            head.flush()
+        heads.flush()
         return total, d_means

@@ -360,7 +360,7 @@ def test_beam_density_outside_zero_to_one_is_refused(nlp, density):
         nlp.add_pipe("isbn_parser", config={"beam_density": density})
 
 
-def test_the_rounds_ask_the_scorer_through_its_public_interface(trained, monkeypatch):
+def test_the_rounds_ask_the_scorer_through_its_public_interface(trained, monkeypatch):  # noqa: F811
     """A search's model side is its StepScorer: the Lockstep asks it for the
     segments' first words once and to score each round's configurations,
     with the limits BeamSearch gave it, and parses as before."""

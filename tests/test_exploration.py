@@ -1,12 +1,12 @@
 """Training the conditional parser with exploration
-(:mod:`spacy_isbn.transitions.arc_eager_exploration`)."""
+(:mod:`spacy_isbn.model.exploration`)."""
 import numpy
 import pytest
 import spacy
 from thinc.api import fix_random_seed
 
-from spacy_isbn.transitions import arc_eager_exploration as exploration
-from spacy_isbn.transitions.arc_eager_exploration import Rollout, explore_update
+from spacy_isbn.model import exploration
+from spacy_isbn.model.exploration import Rollout, explore_update
 
 from .test_conditional import examples, parser_config, tok2vec_config
 

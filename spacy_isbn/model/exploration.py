@@ -1,5 +1,6 @@
-"""Training the conditional parser over the arc-eager system with
-exploration, as spaCy trains its own.
+"""Training the conditional parser with exploration, as spaCy trains its
+own, over a transition system with a dynamic oracle (the protocol's
+``costs`` and ``arc``: arc-eager's).
 
 The model follows its own predictions through chunks of gold sentences, and
 at every configuration learns the moves that lose no gold arc (the dynamic
@@ -13,11 +14,11 @@ import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
 
-from ..model.isbn import core_of, project_tokens
-from ..model.features import vector_feature_ids
-from ..model.heads import Heads
-from ..model.step import History, embedding_table
-from .arc_eager import LEFT, ArcEagerMoves
+from ..transitions.system import TransitionSystem
+from .features import vector_feature_ids
+from .heads import Heads
+from .isbn import core_of, project_tokens
+from .step import History, embedding_table
 
 NEG_INF = -numpy.inf
 
@@ -96,7 +97,7 @@ def _chunk(rows_of: Callable[[int, int], numpy.ndarray], run, doc_start: int,
     return Chunk(rows_of(first, run[-1][1]), heads, labels, ends, doc_start + first, doc_end)
 
 
-def explore_update(model: Model, moves: ArcEagerMoves, docs: List[Doc], chunks: List[Chunk],
+def explore_update(model: Model, moves: TransitionSystem, docs: List[Doc], chunks: List[Chunk],
                    explore_rate: float, multiroot: bool, rng=numpy.random) -> float:
     """One training step of a conditional ``model`` over ``moves`` on the
     ``chunks`` of ``docs`` (:func:`training_chunks`) with exploration; adds
@@ -124,7 +125,7 @@ class Rollout:
     """One configuration per chunk (its current sentence), all advanced in
     lockstep, and what each step's states are to learn."""
 
-    def __init__(self, moves: ArcEagerMoves, core: Model, states, chunks: List[Chunk],
+    def __init__(self, moves: TransitionSystem, core: Model, states, chunks: List[Chunk],
                  history: History, explore_rate: float, rng):
         self.states, self.chunks, self.history = states, chunks, history
         self.moves, self.core = moves, core
@@ -263,8 +264,7 @@ class Rollout:
             gold = numpy.full(len(rows), -1, dtype="int64")
             for j, r in enumerate(rows):
                 i = active[r]
-                top = self.states.stack(int(handles[r]))[-1]
-                dep, head = (top, front[r]) if act == LEFT else (front[r], top)
+                dep, head = self.moves.arc(self.states, int(handles[r]), act, int(front[r]))
                 if self.gold_heads[self.gold_start[i] + dep] == head:
                     gold[j] = self.chunks[i].gold_labels[self.offset[i] + dep]
             is_gold = (gold >= 0) & self.label_masks[kinds[rows, k], numpy.maximum(gold, 0)]

@@ -14,8 +14,8 @@ from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.features import vector_feature_ids
 from spacy_isbn.model.isbn import build_isbn_model, project_tokens
 from spacy_isbn.model.search_step import SearchStep
-from spacy_isbn.search import beam
-from spacy_isbn.search.beam import BeamSearch
+from spacy_isbn.search import scoring
+from spacy_isbn.search.scoring import StepScorer
 from spacy_isbn.transitions.arc_eager import (
     LEFT, RIGHT, SHIFT, Configuration, oracle_derivation, parse_templates,
 )
@@ -179,15 +179,15 @@ def test_forward_matches_the_step_scorer_along_gold_derivations():
 
         H = state(first=True)
         no_end = numpy.array([False])
-        total += step.tag_logprobs(H, no_end)[0, 0]  # the first word: certain
+        total += step.heads.tag_logprobs(H, no_end)[0, 0]  # the first word: certain
         for action, label in oracle_derivation(heads, labels):
             H = state()
-            total += step.actions(H, numpy.array([config.legal_actions()]))[0, action]
+            total += step.heads.actions(H, numpy.array([config.legal_actions()]))[0, action]
             if action in (LEFT, RIGHT):
-                total += step.label_logprobs(H, action, [config.label_kind(action)])[0, label]
+                total += step.heads.label_logprobs(H, action, [config.label_kind(action)])[0, label]
             elif action == SHIFT:
                 end = numpy.array([config.end_is_legal()])
-                total += step.tag_logprobs(H, end)[0, 0 if config.front < inputs.n else 1]
+                total += step.heads.tag_logprobs(H, end)[0, 0 if config.front < inputs.n else 1]
             config.apply(action, label)
     assert total == pytest.approx(float(expected), abs=1e-3)
 
@@ -388,14 +388,14 @@ def test_given_words_shifts_filed_in_one_pass_as_by_the_general_path(trained, mo
     nlp, _, _ = trained
     parser = nlp.get_pipe("isbn_parser")
     texts = ["the dog barks . a cat sees the dog . cats sleep", "dogs chase big cats . the old man"]
-    compiled_rounds, filing, width = [], beam.given_word_shift_rows, parser.cfg["beam_width"]
-    monkeypatch.setattr(beam, "given_word_shift_rows",
+    compiled_rounds, filing, width = [], scoring.given_word_shift_rows, parser.cfg["beam_width"]
+    monkeypatch.setattr(scoring, "given_word_shift_rows",
                         lambda *args: compiled_rounds.append(1) or filing(*args))
     for beam_width in (1, 4):
         parser.cfg["beam_width"] = beam_width
         runs = []
         for compiled in (True, False):
-            monkeypatch.setattr(BeamSearch, "file_given_words", compiled)
+            monkeypatch.setattr(StepScorer, "file_given_words", compiled)
             docs = list(nlp.pipe(texts))
             runs.append([([(t.head.i, t.dep_, t.is_sent_start) for t in doc], doc._.isbn_kbest,
                           doc._.isbn_logprob) for doc in docs])

@@ -1,11 +1,12 @@
-"""Training the conditional parser with exploration (:mod:`spacy_isbn.pipes.exploration`)."""
+"""Training the conditional parser with exploration
+(:mod:`spacy_isbn.model.exploration`)."""
 import numpy
 import pytest
 import spacy
 from thinc.api import fix_random_seed
 
-from spacy_isbn.pipes import exploration
-from spacy_isbn.pipes.exploration import Rollout, explore_update, training_chunks
+from spacy_isbn.model import exploration
+from spacy_isbn.model.exploration import Rollout, explore_update
 
 from .test_conditional import examples, parser_config, tok2vec_config
 
@@ -37,8 +38,8 @@ def test_without_exploration_the_rollout_follows_gold_trees_and_ends(monkeypatch
 
     end = Rollout._end_sentences
     monkeypatch.setattr(Rollout, "_end_sentences", end_sentences)
-    explore_update(parser, egs, 0.0)
-    chunks = training_chunks(parser, egs)
+    chunks = parser.exploration_chunks(egs)
+    explore_update(parser.model, parser.moves, [eg.predicted for eg in egs], chunks, 0.0, False)
     assert len(found) == sum(int(c.gold_ends.sum()) for c in chunks) > len(chunks)
     for i, offset, n, heads, gold in found:
         assert heads == gold
@@ -56,7 +57,7 @@ def test_exploring_gradients_match_finite_differences():
     def loss_and_grads():
         for name in CORE_PARAMS:
             core.set_grad(name, numpy.zeros_like(core.get_param(name)))
-        loss = explore_update(parser, egs[:2], 0.5, numpy.random.RandomState(3))
+        loss = parser.explore_update(egs[:2], numpy.random.RandomState(3))
         return loss, {name: core.get_grad(name).copy() for name in CORE_PARAMS}
 
     _, grads = loss_and_grads()

@@ -153,17 +153,17 @@ def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, la
             one = numpy.array
             if k >= inputs.n:
                 tag = dict(prior, tag=one([step.nT]), end_legal=one([end_legal]))
-                lp = step.tag_logprobs(step.means(a), one([end_legal]))[0, step.nT]
+                lp = step.heads.tag_logprobs(step.means(a), one([end_legal]))[0, step.nT]
                 return lp, step.refine(eta, a, **tag)
             t, b, f = inputs.gen_tag[k], inputs.gen_bundle[k], inputs.gen_form[k]
-            lp = step.tag_logprobs(step.means(a), one([end_legal]))[0, t]
+            lp = step.heads.tag_logprobs(step.means(a), one([end_legal]))[0, t]
             dec = dict(prior, tag=one([t]), end_legal=one([end_legal]))
             a = step.refine(eta, a, **dec)
-            lo = step.bundle_ranges[t][0]
-            lp += step.bundle_logprobs(step.means(a), t)[0, b - lo]
+            lo = step.heads.bundle_ranges[t][0]
+            lp += step.heads.bundle_logprobs(step.means(a), t)[0, b - lo]
             dec["bundle"] = one([b])
             a = step.refine(eta, a, **dec)
-            lp += step.form_logprobs(step.means(a), t, [f])[0]
+            lp += step.heads.form_logprobs(step.means(a), t, [f])[0]
             return lp, step.refine(eta, a, form=one([f]), **dec)
 
         config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
@@ -174,12 +174,12 @@ def test_forward_equals_the_step_wise_scorer_along_gold_derivations(features, la
         for action, label in decisions:
             eta = eta_of(config)
             mask = numpy.array([config.legal_actions()])
-            total += step.actions(step.means(eta), mask)[0, action]
+            total += step.heads.actions(step.means(eta), mask)[0, action]
             prior = dict(action=numpy.array([action]), action_mask=mask)
             a = step.refine(eta, eta, **prior)
             if action in (LEFT, RIGHT):
                 kind = config.label_kind(action)
-                total += step.label_logprobs(step.means(a), action, [kind])[0, label]
+                total += step.heads.label_logprobs(step.means(a), action, [kind])[0, label]
                 a = step.refine(eta, a, label=numpy.array([label]), kind=numpy.array([kind]),
                                   **prior)
             elif action == SHIFT:

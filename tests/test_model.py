@@ -96,22 +96,22 @@ def test_decision_distributions_sum_to_one(multiroot):
             feats = config.features()[None, :]
             H = step.states(parents, feats)
             legal = config.legal_actions()
-            act = numpy.exp(step.actions(H, numpy.array([legal])))[0]
+            act = numpy.exp(step.heads.actions(H, numpy.array([legal])))[0]
             total = 0.0
             for a in (LEFT, RIGHT):
                 if legal[a]:
-                    total += act[a] * numpy.exp(step.label_logprobs(H, a, [config.label_kind(a)])[0]).sum()
+                    total += act[a] * numpy.exp(step.heads.label_logprobs(H, a, [config.label_kind(a)])[0]).sum()
             if legal[REDUCE]:
                 total += act[REDUCE]
             if legal[SHIFT]:
                 end_legal = numpy.array([config.end_is_legal()])
-                p_shift = numpy.exp(step.word(H, end_legal, step.nT, -1, -1))[0]
+                p_shift = numpy.exp(step.heads.word(H, end_legal, step.nT, -1, -1))[0]
                 for tag in range(len(lex.tags)):
                     lo, hi = lex.bundle_ranges[tag]
                     flo, fhi = lex.form_ranges[tag]
                     for bundle in range(lo, hi):
                         for form in range(flo, fhi):
-                            p_shift += numpy.exp(step.word(H, end_legal, tag, bundle, form))[0]
+                            p_shift += numpy.exp(step.heads.word(H, end_legal, tag, bundle, form))[0]
                 total += act[SHIFT] * p_shift
             assert total == pytest.approx(1.0, abs=1e-4)
             config.apply(action, label)
@@ -156,21 +156,21 @@ def test_forward_log_likelihood_matches_step_scorer():
 
         config = Configuration(inputs.n, words=inputs.rows, states=ext.new_states(False))
         H = state(config)
-        total = step.word(H, numpy.array([False]), inputs.gen_tag[0],
+        total = step.heads.word(H, numpy.array([False]), inputs.gen_tag[0],
                             inputs.gen_bundle[0], inputs.gen_form[0])[0]
         for action, label in decisions:
             H = state(config)
-            total += step.actions(H, numpy.array([config.legal_actions()]))[0, action]
+            total += step.heads.actions(H, numpy.array([config.legal_actions()]))[0, action]
             if action in (LEFT, RIGHT):
-                total += step.label_logprobs(H, action, [config.label_kind(action)])[0, label]
+                total += step.heads.label_logprobs(H, action, [config.label_kind(action)])[0, label]
             elif action == SHIFT:
                 k = config.front
                 end = numpy.array([config.end_is_legal()])
                 if k < inputs.n:
-                    total += step.word(H, end, inputs.gen_tag[k], inputs.gen_bundle[k],
+                    total += step.heads.word(H, end, inputs.gen_tag[k], inputs.gen_bundle[k],
                                          inputs.gen_form[k])[0]
                 else:
-                    total += step.word(H, end, step.nT, -1, -1)[0]
+                    total += step.heads.word(H, end, step.nT, -1, -1)[0]
             config.apply(action, label)
         assert total == pytest.approx(float(expected), abs=1e-3)
 

@@ -138,7 +138,7 @@ def test_labels_seen_and_smoothed_sum_to_one_on_every_kind_of_arc(pipeline):
     step = SearchStep(reranker.model)
     H = step.means(numpy.random.default_rng(0).normal(size=(3, step.nH)))
     for action, kinds in ((LEFT, [0, 0, 0]), (RIGHT, [1, 2, 1])):
-        lp = step.label_logprobs(H, action, kinds)
+        lp = step.heads.label_logprobs(H, action, kinds)
         assert numpy.isfinite(lp).all()
         assert numpy.exp(lp).sum(axis=1) == pytest.approx(numpy.ones(3), abs=1e-6)
 

@@ -2,7 +2,7 @@
 import pytest
 
 from spacy_isbn.corpus.ptb import parse_bracketed
-from spacy_isbn.evaluation.parseval import brackets, evalb_length, score_trees
+from spacy_isbn.evaluation.parseval import brackets, evalb_length, parseval_scores
 
 
 def trees(text):
@@ -21,7 +21,7 @@ TEST_3 = "(S (NP (NNS Stocks)) (VP (VBD fell) (: --)) (. .))"
 
 
 def test_misattachment():
-    s = score_trees(trees(GOLD_1), trees(TEST_1))["all"]
+    s = parseval_scores(trees(GOLD_1), trees(TEST_1))["all"]
     assert (s["gold_brackets"], s["test_brackets"], s["matched_brackets"]) == (5, 5, 4)
     assert s["recall"] == pytest.approx(80.0) and s["precision"] == pytest.approx(80.0)
     assert s["f1"] == pytest.approx(80.0)
@@ -34,7 +34,7 @@ def test_multiset_equivalent_labels_and_punctuation():
     gold, test = trees(GOLD_2)[0], trees(TEST_2)[0]
     _, counted = brackets(gold)
     assert counted[("NP", 0, 1)] == 2 and counted[("ADVP", 2, 3)] == 1  # PRT read as ADVP
-    s = score_trees([gold], [test])["all"]
+    s = parseval_scores([gold], [test])["all"]
     assert (s["gold_brackets"], s["test_brackets"], s["matched_brackets"]) == (5, 4, 4)
     assert s["recall"] == pytest.approx(80.0)
     assert s["precision"] == pytest.approx(100.0)
@@ -43,13 +43,13 @@ def test_multiset_equivalent_labels_and_punctuation():
 
 
 def test_bracket_over_punctuation_only_is_not_counted():
-    s = score_trees(trees(GOLD_3), trees(TEST_3))["all"]
+    s = parseval_scores(trees(GOLD_3), trees(TEST_3))["all"]
     assert (s["gold_brackets"], s["test_brackets"], s["matched_brackets"]) == (3, 3, 3)
     assert s["f1"] == 100.0 and s["exact_match"] == 100.0
 
 
 def test_corpus_totals_sum_brackets_over_sentences():
-    s = score_trees(trees(GOLD_1 + GOLD_2 + GOLD_3), trees(TEST_1 + TEST_2 + TEST_3))["all"]
+    s = parseval_scores(trees(GOLD_1 + GOLD_2 + GOLD_3), trees(TEST_1 + TEST_2 + TEST_3))["all"]
     assert (s["gold_brackets"], s["test_brackets"], s["matched_brackets"]) == (13, 12, 11)
     assert s["recall"] == pytest.approx(100 * 11 / 13)
     assert s["precision"] == pytest.approx(100 * 11 / 12)
@@ -62,7 +62,7 @@ def test_corpus_totals_sum_brackets_over_sentences():
 def test_crossing_brackets_and_function_tags():
     gold = trees("(S (NP (DT a) (NN b)) (VP (VBZ c)))")
     test = trees("(S (DT a) (VP-PRD (NN b) (VBZ c)))")  # VP-PRD is cut to VP, but the span differs
-    s = score_trees(gold, test)["all"]
+    s = parseval_scores(gold, test)["all"]
     assert (s["gold_brackets"], s["test_brackets"], s["matched_brackets"]) == (3, 2, 1)
     assert s["recall"] == pytest.approx(100 / 3) and s["precision"] == pytest.approx(50.0)
     assert s["average_crossing"] == 1.0  # VP(1,3) crosses NP(0,2)
@@ -71,14 +71,14 @@ def test_crossing_brackets_and_function_tags():
 def test_tagging_accuracy_counts_kept_words_only():
     gold = trees("(S (NP (NNS Dogs)) (VP (VBP bark)) (. .))")
     test = trees("(S (NP (NNS Dogs)) (VP (NN bark)) (. .))")
-    s = score_trees(gold, test)["all"]
+    s = parseval_scores(gold, test)["all"]
     assert s["words"] == 2 and s["tag_accuracy"] == 50.0 and s["f1"] == 100.0
 
 
 def test_punctuation_tag_on_one_side_only_is_an_error_sentence():
     gold = trees("(S (NP (NNS Dogs)) (VP (VBP bark)) (. .))")
     test = trees("(S (NP (NNS Dogs)) (VP (VBP bark) (NN .)))")
-    s = score_trees(gold, test)["all"]
+    s = parseval_scores(gold, test)["all"]
     assert s["sentences"] == 1 and s["error_sentences"] == 1 and s["valid_sentences"] == 0
     assert s["gold_brackets"] == 0 and s["f1"] == 0.0
 
@@ -88,13 +88,13 @@ def test_length_classes_count_punctuation_like_evalb():
     fifteen_plus_period = trees(f"(S (NP {words}) (. .))")[0]
     assert evalb_length(fifteen_plus_period) == 16
     short = trees(GOLD_1)[0]
-    s = score_trees([fifteen_plus_period, short], [fifteen_plus_period, short])
+    s = parseval_scores([fifteen_plus_period, short], [fifteen_plus_period, short])
     assert s["all"]["sentences"] == 2 and s["<=40"]["sentences"] == 2
     assert s["<=15"]["sentences"] == 1 and s["<=15"]["gold_brackets"] == 5
 
 
 def test_different_words_are_a_caller_error():
     with pytest.raises(ValueError, match="different words"):
-        score_trees(trees("(S (NN a))"), trees("(S (NN b))"))
+        parseval_scores(trees("(S (NN a))"), trees("(S (NN b))"))
     with pytest.raises(ValueError, match="1 gold trees but 0"):
-        score_trees(trees("(S (NN a))"), [])
+        parseval_scores(trees("(S (NN a))"), [])

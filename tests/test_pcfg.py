@@ -7,7 +7,7 @@ from spacy_isbn.corpus.ptb import parse_bracketed, read_split, to_bracketed, wri
 from spacy_isbn.constituency.pcfg import Pcfg, PcfgVariant, transform, untransform, word_signature
 from spacy_isbn.constituency.report import build_report, render_markdown, result_row
 from spacy_isbn.constituency.right_branching import RightBranching
-from spacy_isbn.evaluation.parseval import score_trees
+from spacy_isbn.evaluation.parseval import parseval_scores
 
 from .conftest import PTB_DIR, require_ptb
 
@@ -133,7 +133,7 @@ def test_pcfg_on_the_sample_beats_right_branching():
     train, dev = read_split(PTB_DIR, "train"), read_split(PTB_DIR, "dev")
     short = [t for t in dev if len(t.leaves()) <= 15][:25]
     grammar = Pcfg.train(train, PcfgVariant(1, False))
-    pcfg = score_trees(short, [grammar.parse(t.words()) for t in short])["all"]["f1"]
+    pcfg = parseval_scores(short, [grammar.parse(t.words()) for t in short])["all"]["f1"]
     rb = RightBranching.train(train)
-    right = score_trees(short, [rb.parse(t.words(), t.tags()) for t in short])["all"]["f1"]
+    right = parseval_scores(short, [rb.parse(t.words(), t.tags()) for t in short])["all"]["f1"]
     assert pcfg > 60 and pcfg > right + 15

@@ -190,3 +190,49 @@ def test_a_setting_no_search_can_use_is_refused(factory, setting, value):
 
     with pytest.raises(UserError, match=f"component '{factory}': {setting} = {value}: give an integer"):
         spacy.blank("en").add_pipe(factory, config={setting: value})
+
+
+@pytest.mark.parametrize("factory", ["isbn_parser", "isbn_constituency", "isbn_reranker"])
+def test_a_factory_is_its_settings(factory):
+    """The default config, the factory's signature and the component's cfg
+    are the settings dataclass's fields, in its order, with its defaults."""
+    import dataclasses
+    import inspect
+
+    from spacy.language import Language
+
+    from spacy_isbn.pipes.isbn_constituency import ConstituencySettings
+    from spacy_isbn.pipes.isbn_parser import ParserSettings
+    from spacy_isbn.pipes.isbn_reranker import RerankerSettings
+
+    settings = {"isbn_parser": ParserSettings, "isbn_constituency": ConstituencySettings,
+                "isbn_reranker": RerankerSettings}[factory]
+    names = [field.name for field in dataclasses.fields(settings)]
+    meta = Language.get_factory_meta(factory)
+    assert list(meta.default_config) == ["model", *names, "scorer"]
+    assert {name: meta.default_config[name] for name in names} == dataclasses.asdict(settings())
+    signature = inspect.signature(spacy.registry.factories.get(factory))
+    assert list(signature.parameters) == ["nlp", "name", "model", *names, "scorer"]
+    assert signature.parameters["cutoff"].annotation is int
+    nlp = spacy.blank("en")
+    if factory == "isbn_reranker":
+        pipe = nlp.add_pipe(factory, config={"model": {"objective": "generative"}, "cutoff": 7})
+    else:
+        pipe = nlp.add_pipe(factory, config={"cutoff": 7})
+    assert list(pipe.cfg) == names and pipe.cfg["cutoff"] == 7
+
+
+@pytest.mark.parametrize("factory,setting,value,message", [
+    ("isbn_parser", "tagging", "always", "one of auto, pipeline, joint"),
+    ("isbn_parser", "tag_attr", "lemma", "one of tag, pos"),
+    ("isbn_parser", "explore_rate", 1.5, "give a number between 0 and 1"),
+    ("isbn_parser", "segment_length", -1, "give an integer of at least 0"),
+    ("isbn_reranker", "rerank_features", {"length": 1.0}, "the names are structure, conditional_best")])
+def test_settings_are_checked_in_one_place(factory, setting, value, message):
+    """Every refused value is a SettingError (a UserError and, as spaCy's
+    config errors, a ValueError) naming the component, the setting and what
+    it may be."""
+    from spacy_isbn.pipes.settings import SettingError
+
+    with pytest.raises(SettingError, match=f"component '{factory}': {setting} = .*: {message}"):
+        spacy.blank("en").add_pipe(factory, config={setting: value})

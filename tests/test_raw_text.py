@@ -154,13 +154,13 @@ def test_generation_distributions_are_proper(pipeline):
     parser = nlp.get_pipe("isbn_parser")
     step = SearchStep(parser.model)
     H = numpy.random.RandomState(0).uniform(0, 1, (4, step.nH)).astype("float32")
-    tag_lp = step.tag_logprobs(H, numpy.array([True, False, True, False]))
+    tag_lp = step.heads.tag_logprobs(H, numpy.array([True, False, True, False]))
     assert numpy.allclose(numpy.exp(tag_lp).sum(axis=1), 1.0, atol=1e-5)
     assert numpy.all(numpy.isneginf(tag_lp[[1, 3], step.nT]))
     for tag in range(step.nT):
-        assert numpy.allclose(numpy.exp(step.bundle_logprobs(H, tag)).sum(axis=1), 1.0, atol=1e-5)
-        lo, hi = step.form_ranges[tag]
-        forms = numpy.stack([step.form_logprobs(H, tag, numpy.full(4, f)) for f in range(lo, hi)])
+        assert numpy.allclose(numpy.exp(step.heads.bundle_logprobs(H, tag)).sum(axis=1), 1.0, atol=1e-5)
+        lo, hi = step.heads.form_ranges[tag]
+        forms = numpy.stack([step.heads.form_logprobs(H, tag, numpy.full(4, f)) for f in range(lo, hi)])
         assert numpy.allclose(numpy.exp(forms).sum(axis=0), 1.0, atol=1e-5)
 
 

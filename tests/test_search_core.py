@@ -358,3 +358,30 @@ def test_beam_density_outside_zero_to_one_is_refused(nlp, density):
 
     with pytest.raises(UserError, match="beam_density"):
         nlp.add_pipe("isbn_parser", config={"beam_density": density})
+
+
+def test_the_rounds_ask_the_scorer_through_its_public_interface(trained, monkeypatch):  # noqa: F811
+    """A search's model side is its StepScorer: the Lockstep asks it for the
+    segments' first words once and to score each round's configurations,
+    with the limits BeamSearch gave it, and parses as before."""
+    from spacy_isbn.search.lockstep import BeamLimits
+    from spacy_isbn.search.scoring import StepScorer
+
+    nlp, parser, _ = trained
+    words, tags = _long_doc(nlp, 1)
+    plain = parser(make_doc(nlp.vocab, words, tags))
+    calls, limits = {"first_words": 0, "score": 0}, []
+    for name in calls:
+        method = getattr(StepScorer, name)
+        monkeypatch.setattr(StepScorer, name, lambda self, *args, name=name, method=method:
+                            calls.__setitem__(name, calls[name] + 1) or method(self, *args))
+    init = lockstep.Lockstep.__init__
+    monkeypatch.setattr(lockstep.Lockstep, "__init__", lambda self, scorer, lim, segments:
+                        limits.append(lim) or init(self, scorer, lim, segments))
+    again = parser(make_doc(nlp.vocab, words, tags))
+    assert calls["first_words"] == 1 and calls["score"] >= len(words)
+    assert limits == [BeamLimits(beam_width=parser.cfg["beam_width"],
+                                 max_expansions=10 * parser.cfg["beam_width"] + 10,
+                                 max_sentence_length=512, log_density=-numpy.inf,
+                                 multiroot=False, joint=None, prefix_probs=False)]
+    assert again._.isbn_kbest == plain._.isbn_kbest

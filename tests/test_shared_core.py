@@ -57,7 +57,7 @@ def test_left_corner_forward_matches_step_scorer():
     for inp, dec, expected in zip(inputs, decisions, ll):
         means = []
         H = step.states(numpy.zeros((1, 4 * nH), "float32"), states.start_features(1))
-        total = step.word(H, numpy.array([False]), inp.gen_tag[0], inp.gen_bundle[0],
+        total = step.heads.word(H, numpy.array([False]), inp.gen_tag[0], inp.gen_bundle[0],
                             inp.gen_form[0])[0]
         means.append(H[0])
         handle = states.start(numpy.zeros(1, "int32"), inp.rows[:1])
@@ -72,17 +72,17 @@ def test_left_corner_forward_matches_step_scorer():
             H = step.states(parents, feats)
             final = t == len(dec) - 1
             action = SHIFT if final else act
-            total += step.actions(H, masks.astype(bool))[0, action]
+            total += step.heads.actions(H, masks.astype(bool))[0, action]
             if action == PROJECT:
-                total += step.label_logprobs(H, PROJECT, kinds[:, 0])[0, arg]
+                total += step.heads.label_logprobs(H, PROJECT, kinds[:, 0])[0, arg]
                 states.advance(handle[0], PROJECT, arg, t)
             elif action == ATTACH:
                 states.advance(handle[0], ATTACH, -1, t)
             elif final:
-                total += step.word(H, end.astype(bool), step.nT, -1, -1)[0]
+                total += step.heads.word(H, end.astype(bool), step.nT, -1, -1)[0]
                 states.advance(handle[0], SHIFT, -1, t)
             else:
-                total += step.word(H, end.astype(bool), inp.gen_tag[shifted],
+                total += step.heads.word(H, end.astype(bool), inp.gen_tag[shifted],
                                      inp.gen_bundle[shifted], inp.gen_form[shifted])[0]
                 states.advance(handle[0], SHIFT, -1, t, inp.rows[shifted])
                 shifted += 1

@@ -161,24 +161,32 @@ def test_picked_log_softmax_normalises_each_row_once_over_its_mask():
 
 
 def test_ranged_decisions_are_each_tags_softmax_of_its_rows():
-    """A bundle or form head's decisions (``DecisionHead.ranged_picked``):
+    """A bundle or form head's decisions (``Heads.ranged_picked``):
     each the log-softmax of its state's logits over its tag's range of the
     head's rows, at the target row; one distribution per (state, tag), in
     float32 and float64, states repeated and decisions in any order."""
-    from spacy_isbn.model.step import DecisionHead, log_softmax
+    from spacy_isbn.model.heads import HEAD_PARAMS, Heads
+    from spacy_isbn.model.step import log_softmax
 
     rng = numpy.random.default_rng(7)
     ranges = numpy.array([[0, 3], [3, 4], [4, 9]])
     for dtype in ("float32", "float64"):
         W, b = rng.normal(0, 1, (9, 6)).astype(dtype), rng.normal(0, 1, 9).astype(dtype)
-        model = Model("heads", lambda *a: None, params={"Wf": None, "bf": None})
+        model = Model("heads", lambda *a: None,
+                      params={name: None for names in HEAD_PARAMS.values() for name in names},
+                      dims={"nL": 1, "nT": 3},
+                      attrs={"label_masks": [], "label_blocks": [], "bundle_ranges": [],
+                             "form_ranges": ranges.tolist()})
+        for names in HEAD_PARAMS.values():
+            model.set_param(names[0], numpy.zeros((1, 6), dtype))
+            model.set_param(names[1], numpy.zeros(1, dtype))
         model.set_param("Wf", W)
         model.set_param("bf", b)
-        head = DecisionHead(model, "Wf", "bf")
+        heads = Heads(model)
         H = rng.random((4, 6)).astype(dtype)
         states, tags = numpy.array([2, 0, 2, 2, 1]), numpy.array([2, 0, 2, 1, 2])
         targets = numpy.array([8, 1, 4, 3, 5])
-        got = head.ranged_picked(H, states, tags, targets, ranges)
+        got = heads.ranged_picked("f", H, states, tags, targets)
         for i in range(5):
             lo, hi = ranges[tags[i]]
             expected = log_softmax(H[states[i]] @ W[lo:hi].T + b[lo:hi])[targets[i] - lo]

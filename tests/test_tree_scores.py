@@ -238,9 +238,34 @@ def test_a_sentence_scored_from_the_end_of_the_one_before_is_the_chained_score(p
     (item,) = given.trees_set_on([doc])
     chained = given.score([item])[0]
     assert len(chained) == 3
-    context = numpy.zeros((1, given.pipe.core.get_dim("nH")), dtype="float32")
+    context = numpy.zeros((1, nlp.get_pipe("isbn_reranker").core.get_dim("nH")), dtype="float32")
     for sent, expected in zip(item[1], chained):
         (scores,), context = given.score([(doc, [sent])], context)
         assert scores[0].logprob == expected.logprob
         assert (scores[0].parts == expected.parts).all()
     assert context.any()
+
+
+def test_forced_derivations_read_the_pieces_the_tree_model_gives(pipeline):
+    """ForcedDerivations reads the pipe only through its TreeModel, at each
+    call: a TreeModel with one-word batches scores exactly as the pipe's
+    own, and a change of the pipe's settings is seen by the next call."""
+    from spacy_isbn.pipes.tree_scores import ForcedDerivations
+
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    doc = nlp("the dog barks . dogs chase big cats . cats sleep .")
+    items = reranker.forced_derivations.trees_set_on([doc])
+    plain = reranker.forced_derivations.score(items)
+    small = ForcedDerivations(lambda: reranker.tree_model()._replace(max_batch_words=1))
+    assert _same(small.score(items), plain)
+    read = []
+    spy = ForcedDerivations(lambda: read.append(reranker.tree_model()) or read[-1])
+    spy.score(items)
+    assert [model.multiroot for model in read] == [False]
+    reranker.cfg["multiroot"] = True
+    try:
+        spy.score(items)
+    finally:
+        reranker.cfg["multiroot"] = False
+    assert [model.multiroot for model in read] == [False, True]

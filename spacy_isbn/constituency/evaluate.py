@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from ..corpus.ptb import SPLIT_FILES, Tree, head_fraction, read_docbin_trees
 from ..errors import UserError, require_component
-from ..evaluation.parseval import score_trees
+from ..evaluation.parseval import parseval_scores
 from .pcfg import Pcfg, PcfgVariant
 from .report import PCFG, result_row
 from .right_branching import RightBranching
@@ -74,7 +74,7 @@ def run_baselines(corpus_dir: Path, variants: Sequence[str], curve: Sequence[flo
         grammar = Pcfg.train(train, variant)
         parsed, seconds = _parse_all(grammar, dev)
         dev_scores[variant.name] = {"symbols": len(grammar.symbols), "rules": grammar.n_rules,
-                                    "seconds": seconds, "parseval": score_trees(dev, parsed)}
+                                    "seconds": seconds, "parseval": parseval_scores(dev, parsed)}
         log(f"dev {variant.name}: F1 {dev_scores[variant.name]['parseval']['all']['f1']:.2f} "
             f"({len(grammar.symbols)} symbols, {grammar.n_rules} rules, {seconds:.0f} s)")
     chosen = max(dev_scores, key=lambda n: dev_scores[n]["parseval"]["all"]["f1"])

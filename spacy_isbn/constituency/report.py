@@ -1,7 +1,7 @@
 """Result rows of constituency systems and the report that puts them side by side.
 
 A row is one system scored on one split: ``{"system", "split", "train_fraction",
-"parseval": score_trees(...), "seconds", "words_per_second"}``.  The baselines command writes
+"parseval": parseval_scores(...), "seconds", "words_per_second"}``.  The baselines command writes
 its rows to one JSON file; any other system (the ISBN parser) writes rows in the same shape,
 and :func:`build_report` gathers them all, with the issue's target (labelled F1 at least 10
 points above the PCFG's on all lengths and on sentences of at most 15 words) checked for
@@ -16,7 +16,7 @@ import srsly
 
 from ..corpus.files import write_json, write_text
 from ..corpus.ptb import Tree
-from ..evaluation.parseval import score_trees
+from ..evaluation.parseval import parseval_scores
 
 PCFG = "pcfg"
 BASELINES = (PCFG, "pcfg-gold-tags", "right-branching")
@@ -29,7 +29,7 @@ def result_row(system: str, split: str, gold: Sequence[Tree], predicted: Sequenc
     """Score ``predicted`` against ``gold`` as one report row; ``details`` are kept as given."""
     n_words = sum(len(t.leaves()) for t in gold)
     row = {"system": system, "split": split, "train_fraction": train_fraction,
-           "parseval": score_trees(gold, predicted), "seconds": seconds,
+           "parseval": parseval_scores(gold, predicted), "seconds": seconds,
            "words_per_second": n_words / seconds if seconds else None}
     row.update(details)
     return row

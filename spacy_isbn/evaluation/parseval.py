@@ -120,7 +120,7 @@ def _pct(num: float, den: float) -> float:
     return float(100.0 * num / den) if den else 0.0
 
 
-def score_trees(gold: Sequence[Tree], test: Sequence[Tree],
+def parseval_scores(gold: Sequence[Tree], test: Sequence[Tree],
                 length_classes: Sequence[Tuple[str, Optional[int]]] = LENGTH_CLASSES) -> Dict[str, dict]:
     """PARSEVAL per length class: ``{"all": {...}, "<=40": {...}, "<=15": {...}}``."""
     if len(gold) != len(test):

@@ -22,7 +22,7 @@ STEPS = (
     ("isbn_parser", "_parse_pieces", None),
     ("isbn_parser", "write_confidence", "arc confidence"),
     ("isbn_reranker", "candidates", "candidate scoring"),
-    ("isbn_reranker", "write_scores", "scoring the chosen trees again"),
+    ("isbn_reranker", "_write_scores", "scoring the chosen trees again"),
     ("isbn_reranker", "write_confidence", "arc confidence"),
 )
 

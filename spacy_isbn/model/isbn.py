@@ -28,8 +28,9 @@ from . import meanfield
 from .batch import DerivationBatch
 from .features import vector_feature_ids
 from .meanfield import Observed
-from .step import (DecisionHead, Table, dropout_mask, embedding_table, flush_table_gradient,
-                   latent_step, means, scatter_to_sources)
+from .heads import HEADS, Heads
+from .step import (Table, dropout_mask, embedding_table, flush_table_gradient, latent_step, means,
+                   scatter_to_sources)
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
 
@@ -253,76 +254,6 @@ def negative_log_likelihood(ll, n_words: int, per_word: bool) -> Tuple[float, nu
     return float(-ll.sum() * scale), numpy.full(ll.shape, -scale, dtype="float32")
 
 
-class Decisions:
-    """Builds the :class:`~.meanfield.Observed` view of decisions (which head,
-    which Phi) from a model's parameters, for the training pass and the search."""
-
-    def __init__(self, p: dict, nL: int, nT: int, label_masks, label_blocks, bundle_ranges,
-                 form_ranges):
-        self.p, self.nL, self.nT = p, nL, nT
-        self.label_masks = numpy.asarray(label_masks, dtype=bool)
-        self.label_blocks = numpy.asarray(label_blocks, dtype="int64")
-        self.bundle_ranges, self.form_ranges = bundle_ranges, form_ranges
-
-    def action(self, rows, masks, actions) -> List[Observed]:
-        return [Observed(rows, self.p["Wa"], self.p["ba"], masks, actions, ("Wa", "ba"))]
-
-    def label(self, rows, kinds, actions, labels) -> List[Observed]:
-        """Each labelled action reads its own block of nL label rows
-        (arc-eager: left arcs the first, right arcs the second), masked by
-        the label kind's mask."""
-        nL = self.nL
-        blocks = self.label_blocks[numpy.asarray(actions)]
-        kinds = numpy.asarray(kinds)
-        mask = numpy.zeros((len(rows), self.p["Wl"].shape[0]), dtype=bool)
-        for block in numpy.unique(blocks):  # a block's columns as one slice
-            at = numpy.flatnonzero(blocks == block)
-            mask[at, block * nL: (block + 1) * nL] = self.label_masks[kinds[at]]
-        return [Observed(rows, self.p["Wl"], self.p["bl"], mask,
-                         numpy.asarray(labels) + blocks * nL, ("Wl", "bl"))]
-
-    def tag(self, rows, end_legal, tags) -> List[Observed]:
-        """Column nT is end of sentence."""
-        mask = numpy.ones((len(rows), self.nT + 1), dtype=bool)
-        mask[:, self.nT] = end_legal
-        return [Observed(rows, self.p["Wt"], self.p["bt"], mask, tags, ("Wt", "bt"))]
-
-    def bundle(self, rows, tags, bundles) -> List[Observed]:
-        return self._ranged(rows, tags, bundles, self.bundle_ranges, ("Wb", "bb"))
-
-    def form(self, rows, tags, forms) -> List[Observed]:
-        return self._ranged(rows, tags, forms, self.form_ranges, ("Wf", "bf"))
-
-    def _ranged(self, rows, tags, targets, ranges, names) -> List[Observed]:
-        """One group per tag: a tag's bundles (forms) are a contiguous range."""
-        rows, tags, targets = numpy.asarray(rows), numpy.asarray(tags), numpy.asarray(targets)
-        out = []
-        for tag in numpy.unique(tags):
-            sel = tags == tag
-            lo, hi = ranges[tag]
-            W, b = self.p[names[0]][lo:hi], self.p[names[1]][lo:hi]
-            out.append(Observed(rows[sel], W, b, None, targets[sel] - lo, names, lo))
-        return out
-
-
-def smoothed_labels(model: Model, kinds, labels, lp: numpy.ndarray) -> numpy.ndarray:
-    """The scored log-probs ``lp`` of labels with the model's
-    ``label_offsets`` (kind, label) added: where the label was seen on its
-    kind of arc, log(1 - escape); elsewhere, where the masked softmax gives
-    -inf, the offset is the label's whole log-prob (see
-    :meth:`~spacy_isbn.transitions.lexicon.Lexicon.label_offsets`).  Search
-    adds the same to its labels (:meth:`.search_step.SearchStep.top_labels`);
-    training, whose gold labels are all seen, needs none (a constant)."""
-    offsets = model.attrs.get("label_offsets")
-    if not offsets:
-        return lp
-    kinds, labels = numpy.asarray(kinds, "int64"), numpy.asarray(labels, "int64")
-    offset = numpy.asarray(offsets)[kinds, labels]
-    seen = numpy.asarray(model.attrs["label_masks"], dtype=bool)[kinds, labels]
-    return numpy.where(seen, lp + offset, offset).astype(lp.dtype)
-
-
-HEADS = ("a", "l", "t", "b", "f")  # action, label, tag (+ END), bundle, form
 SOFTMAX_HEADS = ("a", "l", "t")  # one softmax (masked by Phi) over all the head's rows
 
 
@@ -340,27 +271,28 @@ def _decision_positions(batch: DerivationBatch) -> dict:
     }
 
 
-def _head_decisions(dec: Decisions, batch: DerivationBatch, key: str, b, t) -> List[Observed]:
+def _head_decisions(heads: Heads, batch: DerivationBatch, key: str, b, t) -> List[Observed]:
     """Head ``key``'s decisions at the (b, t) pairs; group rows index the pairs."""
     rows = numpy.arange(len(b))
     if key == "a":
-        return dec.action(rows, batch.action_mask[b, t], batch.action[b, t])
+        return heads.observed_actions(rows, batch.action_mask[b, t], batch.action[b, t])
     if key == "l":
-        return dec.label(rows, batch.label_kind[b, t], batch.action[b, t], batch.label[b, t])
+        return heads.observed_labels(rows, batch.label_kind[b, t], batch.action[b, t],
+                                     batch.label[b, t])
     if key == "t":
-        return dec.tag(rows, batch.end_legal[b, t], batch.gen_tag[b, t])
+        return heads.observed_tags(rows, batch.end_legal[b, t], batch.gen_tag[b, t])
     if key == "b":
-        return dec.bundle(rows, batch.gen_tag[b, t], batch.gen_bundle[b, t])
-    return dec.form(rows, batch.gen_tag[b, t], batch.gen_form[b, t])
+        return heads.observed_bundles(rows, batch.gen_tag[b, t], batch.gen_bundle[b, t])
+    return heads.observed_forms(rows, batch.gen_tag[b, t], batch.gen_form[b, t])
 
 
-def _step_decisions(dec: Decisions, batch: DerivationBatch, t: int, positions: dict) -> dict:
+def _step_decisions(heads: Heads, batch: DerivationBatch, t: int, positions: dict) -> dict:
     """head -> its observed groups at step t, rows numbered by sentence."""
     out = {}
     for key in HEADS:
         b = numpy.nonzero(positions[key][:, t] >= 0)[0]
         if b.size:
-            out[key] = _head_decisions(dec, batch, key, b, t)
+            out[key] = _head_decisions(heads, batch, key, b, t)
             for ob in out[key]:
                 ob.rows = b[ob.rows]
     return out
@@ -395,20 +327,7 @@ def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[Table, numpy.n
             numpy.ascontiguousarray(feats, dtype="int32").reshape(B, T, -1))
 
 
-def decisions_of(model: Model) -> Decisions:
-    """The model's :class:`Decisions`."""
-    p = {name: model.get_param(name) for name in PARAMS}
-    return Decisions(p, model.get_dim("nL"), model.get_dim("nT"), model.attrs["label_masks"],
-                     model.attrs["label_blocks"], model.attrs["bundle_ranges"],
-                     model.attrs["form_ranges"])
-
-
-def decision_heads(model: Model) -> dict:
-    """head -> its :class:`~.step.DecisionHead` (W + head, b + head)."""
-    return {key: DecisionHead(model, "W" + key, "b" + key) for key in HEADS}
-
-
-def scored_decisions(dec: Decisions, batch: DerivationBatch, keys: Sequence[str] = HEADS):
+def scored_decisions(heads: Heads, batch: DerivationBatch, keys: Sequence[str] = HEADS):
     """Every decision of the batch by the heads ``keys``, one softmax per head
     (per tag for bundles and forms): (head, its (b, t) pairs, their Observed
     group, their Phi mask, the first row of the head's W the group reads or None)."""
@@ -417,29 +336,26 @@ def scored_decisions(dec: Decisions, batch: DerivationBatch, keys: Sequence[str]
         b, t = numpy.nonzero(positions[key] >= 0)
         if not b.size:
             continue
-        for ob in _head_decisions(dec, batch, key, b, t):
+        for ob in _head_decisions(heads, batch, key, b, t):
             mask = ob.mask if ob.mask is not None else numpy.ones(
                 (len(ob.rows), len(ob.b)), dtype=bool)
             yield key, (b[ob.rows], t[ob.rows]), ob, mask, ob.lo if key in ("b", "f") else None
 
 
-# the heads whose outcomes are a range of their rows per tag: what a decision
-# generates, and the model's ranges
-RANGED_HEADS = {"b": ("gen_bundle", "bundle_ranges"), "f": ("gen_form", "form_ranges")}
+# the heads whose outcomes are a range of their rows per tag: what a decision generates
+RANGED_TARGETS = {"b": "gen_bundle", "f": "gen_form"}
 
 
-def ranged_decisions(model: Model, batch: DerivationBatch):
+def ranged_decisions(batch: DerivationBatch):
     """The decisions of the bundle and form heads, per head all tags at once
-    (scoring, :meth:`.step.DecisionHead.ranged_picked`): (head, its (b, t)
-    pairs, their tags, their targets as rows of the head's W, per tag its
-    (lo, hi) rows)."""
+    (scoring, :meth:`.heads.Heads.ranged_picked`): (head, its (b, t) pairs,
+    their tags, their targets as rows of the head's W)."""
     positions = _decision_positions(batch)
-    for key, (target, ranges) in RANGED_HEADS.items():
+    for key, target in RANGED_TARGETS.items():
         b, t = numpy.nonzero(positions[key] >= 0)
         if b.size:
             yield (key, (b, t), batch.gen_tag[b, t].astype("int64"),
-                   getattr(batch, target)[b, t].astype("int64"),
-                   numpy.asarray(model.attrs[ranges], dtype="int64").reshape(-1, 2))
+                   getattr(batch, target)[b, t].astype("int64"))
 
 
 def output_groups(batch: DerivationBatch, dtype) -> Tuple[dict, numpy.ndarray]:
@@ -469,8 +385,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     flat_src = numpy.where(batch.src >= 0, numpy.arange(B)[:, None, None] * T + batch.src,
                            -1).astype("int32")
     step_backprops: List[Callable] = []
-    dec = decisions_of(model)
-    p = dec.p
+    heads = Heads(model)
     positions = _decision_positions(batch)
     # the means each head's decisions are scored with: the final ones
     # (feed-forward) or those before the decision (mean field)
@@ -493,7 +408,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
                 Hs[:, t] *= keep[:, t]
             continue
         a = pre.copy()
-        decided = _step_decisions(dec, batch, t, positions)
+        decided = _step_decisions(heads, batch, t, positions)
         step_positions = {key: positions[key][:, t] for key in decided}
         n_positions = max([int(s.max()) + 1 for s in step_positions.values()] or [0])
         for k in range(n_positions):
@@ -517,19 +432,18 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
 
     group_of, ll = output_groups(batch, dtype)
     pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
-    heads = decision_heads(model)
     if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
-        for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch, SOFTMAX_HEADS):
-            lp = heads[key].picked(M[key][sel], mask, ob.target, rows_lo)
+        for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
+            lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
             if key == "l":
-                lp = smoothed_labels(model, batch.label_kind[sel], batch.label[sel], lp)
+                lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
             numpy.add.at(ll, group_of[key][sel], lp)
-        for key, (b, t), tags, targets, ranges in ranged_decisions(model, batch):
-            numpy.add.at(ll, group_of[key][b, t], heads[key].ranged_picked(
-                M[key].reshape(B * T, nH), b * T + t, tags, targets, ranges))
+        for key, (b, t), tags, targets in ranged_decisions(batch):
+            numpy.add.at(ll, group_of[key][b, t], heads.ranged_picked(
+                key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
     else:
-        for key, sel, ob, mask, rows_lo in scored_decisions(dec, batch):
-            lp, bp = heads[key].score(M[key][sel], mask, ob.target, rows_lo=rows_lo)
+        for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch):
+            lp, bp = heads.score(key, M[key][sel], mask, ob.target, rows_lo=rows_lo)
             numpy.add.at(ll, group_of[key][sel], lp)
             pieces.append((key, sel, group_of[key][sel], bp))
 
@@ -542,9 +456,8 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             dM = {key: numpy.zeros_like(Hs) for key in HEADS}
         for key, sel, sents, bp in pieces:
             dM[key][sel] += bp(d_ll[sents])  # (b, t) pairs are unique within a piece
-        for head in heads.values():
-            head.flush()
-        grads = {name: numpy.zeros_like(p[name]) for name in PARAMS}
+        heads.flush()
+        grads = heads.zero_grads()
         # the sigmoid's derivative (through dropout), zero on padding
         dsig = (Hs * (1.0 - Hs) if gain is None else gain) * batch.valid[..., None]
         for t in range(T - 1, -1, -1):
@@ -562,8 +475,7 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
             # each (sentence, relation) adds its share to its source state
             scatter_to_sources(step_backprops[t](dpre), flat_src[:, t], dHs_flat)
         if meanfield_on:
-            for name in ("Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf"):
-                model.inc_grad(name, model.ops.asarray(grads[name]))
+            heads.flush(grads)
         # the gradient of the batch's input: its token vectors (generative: none)
         return flush_table_gradient(model, d_table)
 

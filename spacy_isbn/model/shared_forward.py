@@ -13,7 +13,7 @@ A derivation may go on from a state scored before (``batch.context``, the
 end of the sentence before it, linked as ``CONTEXT``), whose means are
 given.  The outputs are exactly :func:`.isbn.forward`'s: every product is row-wise
 (``ops.gemm``, :func:`.step.row_products`), as are the feature sums and the
-softmaxes (both forwards score with :meth:`.step.DecisionHead.picked`), so
+softmaxes (both forwards score with :meth:`.heads.Heads.picked`), so
 a node's numbers are the bits the plain forward gives each of its states,
 and the log-probs are added up in the plain forward's order.
 """
@@ -25,8 +25,9 @@ from thinc.api import Model
 from ._trie import distinct_rows as compiled_distinct_rows
 from ._trie import trie_nodes
 from .batch import CONTEXT, DerivationBatch
-from .isbn import (SOFTMAX_HEADS, decision_heads, decisions_of, forward, forward_inputs,
-                   output_groups, ranged_decisions, scored_decisions, smoothed_labels)
+from .heads import Heads
+from .isbn import (SOFTMAX_HEADS, forward, forward_inputs, output_groups, ranged_decisions,
+                   scored_decisions)
 from .step import LinkedProducts, latent_step, means
 
 
@@ -93,19 +94,19 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
         H[lo:hi] = means(latent_step(model, table, H, links[lo:hi], node_feats[lo:hi],
                                      products=products)[0])
     group_of, ll = output_groups(batch, H.dtype)
-    heads = decision_heads(model)
-    for key, sel, ob, mask, rows_lo in scored_decisions(decisions_of(model), batch, SOFTMAX_HEADS):
+    heads = Heads(model)
+    for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
         rows = node[sel]
         # a distribution per distinct (node, Phi)
         one, inverse = distinct_rows(numpy.concatenate(
             [rows[:, None], numpy.packbits(mask, axis=1)], axis=1))
-        lp = heads[key].picked(H[rows[one]], mask[one], ob.target, rows_lo, inverse)
+        lp = heads.picked(key, H[rows[one]], mask[one], ob.target, rows_lo, inverse)
         if key == "l":
-            lp = smoothed_labels(model, batch.label_kind[sel], batch.label[sel], lp)
+            lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
         numpy.add.at(ll, group_of[key][sel], lp)
-    for key, sel, tags, targets, ranges in ranged_decisions(model, batch):
-        numpy.add.at(ll, group_of[key][sel], heads[key].ranged_picked(H, node[sel], tags, targets,
-                                                                     ranges))
+    for key, sel, tags, targets in ranged_decisions(batch):
+        numpy.add.at(ll, group_of[key][sel], heads.ranged_picked(key, H, node[sel], tags,
+                                                                 targets))
     if not final:
         return ll
     return ll, H[node[numpy.arange(B), batch.valid.sum(axis=1) - 1]]

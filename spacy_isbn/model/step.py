@@ -4,8 +4,8 @@ configurations from the states they link to and their features,
 
     eta = b + sum_f table[feat_f] + sum_r W_r mu[src_r],
 
-and the decision heads' log-probabilities over the means ``mu =
-sigmoid(eta)``.  The teacher-forced training pass calls :func:`latent_step`
+whose means ``mu = sigmoid(eta)`` the decision heads read
+(:class:`~.heads.Heads`).  The teacher-forced training pass calls :func:`latent_step`
 once per step over all sentences of a batch, training with exploration
 once per step over the configurations it follows, and the search once per
 round over its hypotheses (its state pool is the history).  Each returns a
@@ -24,7 +24,7 @@ import numpy
 from thinc.api import Model, NumpyOps
 
 from ._kernels import (add_rows, embed_link_sum, embed_scatter, embed_sum, gather_linked,
-                       link_products, linked_eta, new_links, picked_log_softmax)
+                       link_products, linked_eta, new_links)
 
 StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
 NUMPY_OPS = NumpyOps()
@@ -346,107 +346,3 @@ def masked_log_softmax(logits, mask):
     logits = numpy.where(mask, logits, -numpy.inf)
     lse = logsumexp(logits, keepdims=True)
     return logits - numpy.where(numpy.isfinite(lse), lse, 0.0)
-
-
-class DecisionHead:
-    """A softmax decision head over rows ``W``, ``b`` of the core: the
-    log-probs of its outcomes given the means of N states, and for training
-    the log-prob of a target per state, or of a set of targets (the
-    zero-cost moves of training with exploration), with its gradient;
-    :meth:`flush` adds the parameters' gradients to the core."""
-
-    def __init__(self, model: Model, W: str, b: str):
-        self.model, self.Wn, self.bn = model, W, b
-        self.W = model.get_param(W)
-        self.b = model.get_param(b)
-        self.dW: Optional[numpy.ndarray] = None
-        self.db: Optional[numpy.ndarray] = None
-
-    def logprobs(self, H, mask, rows_lo=None) -> numpy.ndarray:
-        """(N, K) log-probs over the outcomes ``mask`` (N, K) allows; with
-        ``rows_lo`` the head is rows ``rows_lo:rows_lo+K`` of W (a
-        contiguous Phi range)."""
-        W, b = self._rows(rows_lo, mask.shape[1])
-        return masked_log_softmax(row_products(self.model.ops, H, W) + b, mask)
-
-    def picked(self, H, mask, targets, rows_lo=None, row_of=None) -> numpy.ndarray:
-        """The log-prob of each decision's target: decision i reads state
-        ``row_of[i]`` of ``H`` (default: state i), whose outcomes ``mask``
-        (a row per state) allows; each state's softmax once, compiled
-        (``picked_log_softmax``, the search's arithmetic).  What scoring (no
-        training) reads, the plain forward and the shared one alike."""
-        W, b = self._rows(rows_lo, mask.shape[1])
-        logits = numpy.ascontiguousarray(row_products(self.model.ops, H, W) + b)
-        row_of = numpy.arange(len(H)) if row_of is None else row_of
-        out = numpy.empty(len(row_of), dtype=logits.dtype)
-        picked_log_softmax(logits, numpy.ascontiguousarray(mask.view("uint8")),
-                           numpy.ascontiguousarray(row_of, dtype="int64"),
-                           numpy.ascontiguousarray(targets, dtype="int64"), out)
-        return out
-
-    def ranged_picked(self, H, states, tags, targets, ranges) -> numpy.ndarray:
-        """The log-probs of decisions whose outcomes are their tag's range of
-        the head's rows (``ranges[tag]`` = (lo, hi); ``targets``: rows of W), a
-        tag's bundles or word forms: decision i reads state ``states[i]`` of
-        ``H``.  Each distinct (state, tag)'s softmax once: per tag one product
-        of its states, then one compiled softmax and pick, where a per-tag
-        group of decisions took a dozen numpy calls."""
-        _, first, inverse = numpy.unique(tags * len(H) + states, return_index=True,
-                                         return_inverse=True)
-        inverse = inverse.reshape(-1)
-        order = numpy.argsort(inverse, kind="stable")  # decisions by (tag, state)
-        starts = numpy.concatenate([[0], numpy.cumsum(numpy.bincount(inverse,
-                                                                    minlength=len(first)))])
-        distinct_tags = tags[first]
-        runs = numpy.concatenate([[0], numpy.flatnonzero(numpy.diff(distinct_tags)) + 1,
-                                  [len(first)]])
-        out = numpy.empty(len(states), dtype=H.dtype)
-        for a, b in zip(runs[:-1], runs[1:]):  # one tag's distinct states
-            lo, hi = ranges[distinct_tags[a]]
-            mine = order[starts[a]: starts[b]]
-            logits = (row_products(self.model.ops, H[states[first[a:b]]], self.W[lo:hi])
-                      + self.b[lo:hi])
-            part = numpy.empty(len(mine), dtype=H.dtype)
-            picked_log_softmax(numpy.ascontiguousarray(logits), numpy.zeros((0, hi - lo), "uint8"),
-                               inverse[mine] - a, targets[mine] - lo, part)
-            out[mine] = part
-        return out
-
-    def _rows(self, rows_lo, K):
-        if rows_lo is None:
-            return self.W, self.b
-        return self.W[rows_lo: rows_lo + K], self.b[rows_lo: rows_lo + K]
-
-    def score(self, H, mask, targets, rows_lo=None) -> Tuple[numpy.ndarray, Callable]:
-        """Log-prob of ``targets`` given states ``H`` (N, nH) and ``mask``
-        (N, K): one outcome per state (ints), or a set (bools (N, K), its
-        outcomes' probabilities summed)."""
-        W, b = self._rows(rows_lo, mask.shape[1])
-        logp = masked_log_softmax(row_products(self.model.ops, H, W) + b, mask)
-        idx = numpy.arange(len(logp))
-        targets = numpy.asarray(targets)
-        if targets.dtype == bool:
-            in_set = numpy.where(targets, logp, -numpy.inf)
-            lp = logsumexp(in_set)
-            posterior = numpy.exp(in_set - lp[:, None])  # within the set
-        else:
-            lp = logp[idx, targets]
-            posterior = numpy.zeros_like(logp)
-            posterior[idx, targets] = 1.0
-
-        def backprop(d_lp: numpy.ndarray) -> numpy.ndarray:
-            # d log p(set) / d logits = p(. | set) - p
-            dlogits = (posterior - numpy.exp(logp)) * d_lp[:, None]
-            if self.dW is None:
-                self.dW, self.db = numpy.zeros_like(self.W), numpy.zeros_like(self.b)
-            lo = 0 if rows_lo is None else rows_lo
-            self.dW[lo: lo + W.shape[0]] += dlogits.T @ H
-            self.db[lo: lo + W.shape[0]] += dlogits.sum(axis=0)
-            return dlogits @ W
-
-        return lp, backprop
-
-    def flush(self):
-        if self.dW is not None:
-            self.model.inc_grad(self.Wn, self.model.ops.asarray(self.dW))
-            self.model.inc_grad(self.bn, self.model.ops.asarray(self.db))

@@ -26,7 +26,7 @@ from ..model.isbn import core_of, negative_log_likelihood, project_tokens
 from ..transitions.derivation import Derivation
 from ..transitions.inputs import SegmentInputs, TokenColumns
 from ..transitions.lexicon import Lexicon
-from .exploration import explore_update
+from .settings import Settings
 
 WRITERS = {"json": srsly.write_json, "msgpack": srsly.write_msgpack,
            "bytes": lambda path, data: path.write_bytes(data)}
@@ -273,41 +273,15 @@ class ISBNPipe(SavedParts, TrainablePipe):
     system over ``lexicon`` (and whatever else :meth:`_new_moves` reads), both
     learned from the training data at :meth:`initialize`."""
 
-    def __init__(self, vocab: Vocab, model: Model, name: str, cfg: dict,
+    def __init__(self, vocab: Vocab, model: Model, name: str, settings: Settings,
                  scorer: Optional[Callable]):
+        settings.check(name)
         self.vocab = vocab
         self.model = model
         self.name = name
         self.scorer = scorer
-        self.cfg = cfg
-        self._check_settings()
-        self._set_lexicon(Lexicon(cfg["cutoff"]))
-
-    # the smallest value of each integer setting, and the values of the others
-    AT_LEAST = {"beam_width": 1, "label_top_k": 1, "tag_top_k": 1, "cutoff": 1,
-                "max_batch_words": 1, "segment_length": 0, "boundary_beam": 0,
-                "explore_warmup": 0}
-    # settings that are shares: between 0 and 1
-    SHARES = ("beam_density",)
-    CHOICES = {"tagging": ("pipeline", "joint", "auto"), "tag_attr": ("tag", "pos")}
-
-    def _check_settings(self) -> None:
-        """Refuse a setting no search or training can use, naming it."""
-        for key, minimum in self.AT_LEAST.items():
-            value = self.cfg.get(key, minimum)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise UserError(f"component '{self.name}': {key} = {value!r}: "
-                                f"give an integer of at least {minimum}")
-        for key in self.SHARES:
-            value = self.cfg.get(key, 0.0)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0.0 <= value <= 1.0:
-                raise UserError(f"component '{self.name}': {key} = {value!r}: "
-                                "give a number between 0 and 1")
-        for key, choices in self.CHOICES.items():
-            if key in self.cfg and self.cfg[key] not in choices:
-                raise UserError(f"component '{self.name}': {key} = {self.cfg[key]!r}: "
-                                f"one of {', '.join(choices)}")
+        self.cfg = settings.cfg()
+        self._set_lexicon(Lexicon(self.cfg["cutoff"]))
 
     def __call__(self, doc: Doc) -> Doc:
         self._require_initialized()
@@ -354,6 +328,11 @@ class ISBNPipe(SavedParts, TrainablePipe):
 
     def _inputs(self, columns: TokenColumns) -> SegmentInputs:
         return SegmentInputs(columns, self.lexicon, generative=self.generative)
+
+    def words_inputs(self, docs: Sequence[Doc], doc_words: Sequence[DocWords]) -> SegmentInputs:
+        """The inputs of the docs' words, one doc's after another's."""
+        return self._inputs(TokenColumns.concat(
+            [self._columns(doc, words.tokens) for doc, words in zip(docs, doc_words)]))
 
     def token_vectors(self, docs: Sequence[Doc], words: Optional[Sequence[DocWords]] = None
                       ) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
@@ -455,7 +434,7 @@ class ISBNPipe(SavedParts, TrainablePipe):
         losses.setdefault(self.name, 0.0)
         self._n_updates = getattr(self, "_n_updates", 0) + 1
         if self._explores():
-            losses[self.name] += explore_update(self, examples, self.cfg["explore_rate"])
+            losses[self.name] += self.explore_update(examples)
             if sgd is not None:
                 self.finish_update(sgd)
             return losses
@@ -488,7 +467,7 @@ class ISBNPipe(SavedParts, TrainablePipe):
         return losses
 
     def _explores(self) -> bool:
-        """Train with exploration (:mod:`.exploration`): a conditional model,
+        """Train with exploration (:meth:`explore_update`): a conditional model,
         ``explore_rate`` > 0, a system with a dynamic oracle, past the
         ``explore_warmup`` updates on gold derivations."""
         return (not self.generative and self.cfg.get("explore_rate", 0.0) > 0
@@ -497,6 +476,11 @@ class ISBNPipe(SavedParts, TrainablePipe):
 
     def _derivations(self, examples: List[Example]) -> List[Derivation]:
         """The gold derivations of the examples' reference analyses."""
+        raise NotImplementedError
+
+    def explore_update(self, examples: List[Example]) -> float:
+        """One training step with exploration (systems with a dynamic
+        oracle); adds the gradients and returns the loss."""
         raise NotImplementedError
 
     def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:

@@ -13,16 +13,18 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..corpus.conll import SENTENCES_KEY
+from ..model.exploration import Chunk, explore_update, training_chunks
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, parse_templates, sentence_spans_from_heads,
 )
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
 from ..transitions.inputs import JointTables
 from ..transitions.lexicon import ROOT, UNK, Lexicon, TokenRecord
-from ..transitions.projectivity import projectivize
+from ..transitions.projectivity import oracle_tree
 from .base import ISBNPipe
+from .settings import Settings
 from .surprisal import WordSurprisal
-from .tree_scores import ForcedDerivations
+from .tree_scores import ForcedDerivations, TreeModel
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -41,11 +43,9 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
     """An ISBN over the arc-eager system: what its training reads of the
     gold trees and the tags, and its scores of given trees."""
 
-    def __init__(self, vocab: Vocab, model: Model, name: str, cfg: dict, scorer):
-        if cfg["tag_attr"] not in ("tag", "pos"):
-            raise ValueError(f"tag_attr must be 'tag' or 'pos', not {cfg['tag_attr']!r}")
-        super().__init__(vocab, model, name, cfg, scorer)
-        self.forced_derivations = ForcedDerivations(self)
+    def __init__(self, vocab: Vocab, model: Model, name: str, settings: Settings, scorer):
+        super().__init__(vocab, model, name, settings, scorer)
+        self.forced_derivations = ForcedDerivations(self.tree_model)
 
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -89,20 +89,9 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
             heads = [t.head.i - start for t in toks]
             if any(h < 0 or h >= len(toks) for h in heads):
                 continue
-            oracle = self._oracle_tree(heads, [t.dep_ for t in toks])
+            oracle = oracle_tree(heads, [t.dep_ for t in toks], self.cfg["multiroot"])
             if oracle is not None:
                 yield (start, end), oracle[0], oracle[1]
-
-    def _oracle_tree(self, heads: List[int], labels: List[str]):
-        """A sentence's tree (local 0-based heads, root = self) as the
-        derivations read it: projective 1-based heads (0 = root) and
-        decorated labels; None if it has more roots than allowed."""
-        proj_heads, deco = projectivize(heads, labels, self.cfg["multiroot"])
-        gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(proj_heads)]
-        n_roots = sum(1 for h in gold[1:] if h == 0)
-        if n_roots > 1 and not self.cfg["multiroot"]:
-            return None
-        return gold, deco
 
     # -- training ---------------------------------------------------------------
     def _learn_from(self, examples: Iterable[Example]) -> None:
@@ -143,6 +132,19 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
         (:meth:`Lexicon.label_offsets`), so that any tree over its labels is
         derivable; the conditional model keeps the labels seen on each kind."""
         return self.lexicon.label_offsets().tolist() if self.generative else []
+
+    def exploration_chunks(self, examples: List[Example]) -> List[Chunk]:
+        """The examples' gold trees as exploration's chunks (:func:`training_chunks`)."""
+        docs = [(self._gold_trees(eg.reference), lambda start, end, columns=self._columns(
+            eg.reference): self._inputs(columns.span(start, end)).rows) for eg in examples]
+        return training_chunks(docs, [len(eg.predicted) for eg in examples],
+                               self.lexicon.label_ids)
+
+    def explore_update(self, examples: List[Example], rng=numpy.random) -> float:
+        """One training step with exploration (:mod:`~..model.exploration`)."""
+        return explore_update(self.model, self.moves, [eg.predicted for eg in examples],
+                              self.exploration_chunks(examples), self.cfg["explore_rate"],
+                              self.cfg["multiroot"], rng)
 
     def _derivations(self, examples: Iterable[Example]) -> List[Derivation]:
         """One derivation per run of consecutive complete sentences of a doc
@@ -245,6 +247,15 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
         return "root"
 
     # -- scores of given trees ------------------------------------------------------
+    def tree_model(self) -> TreeModel:
+        """What scoring given trees reads of the pipe, as it is now."""
+        return TreeModel(
+            core=self.core, moves=self.moves, generative=self.generative,
+            label_ids=self.lexicon.label_ids, root_label=self._root_label, end_tag=self.end_tag,
+            multiroot=self.cfg["multiroot"], max_batch_words=self.cfg["max_batch_words"],
+            inputs=self.words_inputs,
+            token_vectors=self.token_vectors, require_tags=self._require_tags)
+
     def score_trees(self, docs: Iterable[Doc]) -> List[Doc]:
         """Score the trees set on ``docs`` (by hand or by another parser) by
         their forced derivation and write the scores:
@@ -253,17 +264,17 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
         token's part (:mod:`.tree_scores`).  Generative: log P(trees,
         words); conditional: log P(trees | words)."""
         docs = list(docs)
-        self.write_scores(self.forced_derivations.trees_set_on(docs))
+        self._write_scores(self.forced_derivations.trees_set_on(docs))
         return docs
 
-    def write_scores(self, items) -> None:
+    def _write_scores(self, items) -> None:
         """Score the sentences of ``items`` (a doc and its trees, as
         :meth:`ForcedDerivations.score` reads them) and write the scores as
         :meth:`score_trees` does, one sentence per tree given."""
-        self.write_sentence_scores(items, self.forced_derivations.score(items))
+        self._write_sentence_scores(items, self.forced_derivations.score(items))
 
     @staticmethod
-    def write_sentence_scores(items, scores) -> None:
+    def _write_sentence_scores(items, scores) -> None:
         """Write per item (a doc and its trees) its sentences' scores (a
         token's part None where it is unknown: its tree cannot be derived
         because of other arcs)."""

@@ -6,6 +6,7 @@ left-corner derivation (:mod:`..transitions.left_corner`). It generates the
 words given the tags on the Doc and writes benepar's extension attributes
 plus ``doc._.isbn_logprob``. See docs/constituency.md.
 """
+import dataclasses
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy import util
@@ -18,7 +19,7 @@ from thinc.api import Config, Model
 
 from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
-from ..evaluation.parseval import score_trees
+from ..evaluation.parseval import parseval_scores
 from ..extensions import register_extensions
 from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, SegmentParse
@@ -26,6 +27,7 @@ from ..transitions.derivation import Derivation, place_tokens
 from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree
 from ..transitions.lexicon import Lexicon
 from .base import ISBNPipe, Part
+from .settings import Settings, at_least, settings_factory, share
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -39,45 +41,13 @@ iterations = 3
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
 
-@Language.factory(
-    "isbn_constituency",
-    assigns=["doc._.isbn_logprob", "span._.labels", "span._.parse_string", "token.is_sent_start"],
-    default_config={
-        "model": DEFAULT_MODEL,
-        "beam_width": 10,
-        "beam_density": 0.0,
-        "label_top_k": 5,
-        "cutoff": 20,
-        "collapse_unaries": False,
-        "max_batch_words": 2000,
-        "scorer": {"@scorers": "spacy_isbn.constituency_scorer.v1"},
-    },
-    default_score_weights={"constituency_f": 1.0, "constituency_p": 0.0,
-                           "constituency_r": 0.0},
-)
-def make_isbn_constituency(nlp: Language, name: str, model: Model, beam_width: int,
-                           beam_density: float, label_top_k: int, cutoff: int, collapse_unaries: bool,
-                           max_batch_words: int, scorer: Optional[Callable]) -> "ISBNConstituency":
-    """beam_width: post-word beam (the paper's 10; 1 is greedy); beam_density:
-    as isbn_parser's (spaCy's: analyses below that share of the best one's
-    probability leave the beam; 0: none); label_top_k:
-    labels expanded after a projection; cutoff: rarer tag-word pairs become
-    per-tag unknown words; collapse_unaries: unary chains as one label;
-    max_batch_words: words per training step batch."""
-    return ISBNConstituency(nlp.vocab, model, name, beam_width=beam_width,
-                            beam_density=beam_density,
-                            label_top_k=label_top_k, cutoff=cutoff,
-                            collapse_unaries=collapse_unaries, max_batch_words=max_batch_words,
-                            scorer=scorer)
-
-
 def constituency_score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
     """Labelled bracket recall, precision and F1 (evalb's COLLINS.prm) of the
     predicted trees against the reference Docs' trees, as fractions."""
     examples = list(examples)
     gold = [doc_tree(eg.reference) for eg in examples]
     predicted = [tree for eg in examples for tree in doc_trees(eg.predicted)]
-    scores = score_trees(gold, predicted)["all"]
+    scores = parseval_scores(gold, predicted)["all"]
     return {"constituency_p": scores["precision"] / 100, "constituency_r": scores["recall"] / 100,
             "constituency_f": scores["f1"] / 100}
 
@@ -87,18 +57,44 @@ def make_constituency_scorer() -> Callable:
     return constituency_score
 
 
+@dataclasses.dataclass
+class ConstituencySettings(Settings):
+    """``isbn_constituency``'s settings. beam_width: post-word beam (the
+    paper's 10; 1 is greedy); beam_density: as isbn_parser's (spaCy's:
+    analyses below that share of the best one's probability leave the beam;
+    0: none); label_top_k: labels expanded after a projection; cutoff: rarer
+    tag-word pairs become per-tag unknown words; collapse_unaries: unary
+    chains as one label; max_batch_words: words per training step batch."""
+    beam_width: int = at_least(1, 10)
+    beam_density: float = share(0.0)
+    label_top_k: int = at_least(1, 5)
+    cutoff: int = at_least(1, 20)
+    collapse_unaries: bool = False
+    max_batch_words: int = at_least(1, 2000)
+
+
+@settings_factory(
+    "isbn_constituency", ConstituencySettings, DEFAULT_MODEL,
+    {"@scorers": "spacy_isbn.constituency_scorer.v1"},
+    assigns=["doc._.isbn_logprob", "span._.labels", "span._.parse_string", "token.is_sent_start"],
+    default_score_weights={"constituency_f": 1.0, "constituency_p": 0.0,
+                           "constituency_r": 0.0},
+)
+def make_isbn_constituency(nlp: Language, name: str, model: Model,
+                           settings: ConstituencySettings,
+                           scorer: Optional[Callable]) -> "ISBNConstituency":
+    """Make an ``isbn_constituency`` (its settings: :class:`ConstituencySettings`)."""
+    return ISBNConstituency(nlp.vocab, model, name, settings, scorer)
+
+
 register_extensions()
 
 
 class ISBNConstituency(ISBNPipe):
-    def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_constituency", *,
-                 beam_width: int = 10, beam_density: float = 0.0, label_top_k: int = 5,
-                 cutoff: int = 20, collapse_unaries: bool = False, max_batch_words: int = 2000,
+    def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_constituency",
+                 settings: Optional[ConstituencySettings] = None,
                  scorer: Optional[Callable] = constituency_score):
-        super().__init__(vocab, model, name, {
-            "beam_width": beam_width, "beam_density": beam_density,
-            "label_top_k": label_top_k, "cutoff": cutoff,
-            "collapse_unaries": collapse_unaries, "max_batch_words": max_batch_words}, scorer)
+        super().__init__(vocab, model, name, settings or ConstituencySettings(), scorer)
         # the grammar: labels, tags, the labels seen over each symbol and at the root
         self.system: Optional[LeftCornerSystem] = None
 

@@ -23,40 +23,41 @@ from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
 from ..model.search_step import SearchStep
 from ..search.beam import BeamSearch, ParsedSentence, SegmentParse
-from ..transitions.inputs import TokenColumns
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_space_tags, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
+from .settings import Settings, at_least, one_of, settings_factory, share
 from ..transitions.projectivity import deprojectivize
 
-TAGGING_MODES = ("auto", "pipeline", "joint")
-@Language.factory(
-    "isbn_parser",
+@dataclasses.dataclass
+class ParserSettings(Settings):
+    """``isbn_parser``'s settings, one line each in docs/design.md, "What
+    isbn_parser does" (Settings)."""
+    beam_width: int = at_least(1, 10)
+    beam_density: float = share(0.0)
+    label_top_k: int = at_least(1, 5)
+    multiroot: bool = False
+    tag_attr: str = one_of("tag", "pos")
+    tagging: str = one_of("auto", "pipeline", "joint")
+    tag_top_k: int = at_least(1, 3)
+    cutoff: int = at_least(1, 5)
+    max_batch_words: int = at_least(1, 2000)
+    segment_length: int = at_least(0, SEGMENT_LENGTH)
+    sentence_kbest: bool = False
+    free_end: bool = False
+    boundary_beam: int = at_least(0, 0)
+    arc_confidence: bool = True
+    confidence_temperature: float = 1.0
+    outside_agreement: float = 1.0
+    explore_rate: float = share(0.0)
+    explore_warmup: int = at_least(0, 0)
+
+
+@settings_factory(
+    "isbn_parser", ParserSettings, DEFAULT_MODEL, {"@scorers": "spacy_isbn.parser_scorer.v1"},
     # tags and morphology only when it tags jointly
     assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents",
              "token.tag", "token.pos", "token.morph"],
-    default_config={
-        "model": DEFAULT_MODEL,
-        "beam_width": 10,
-        "beam_density": 0.0,
-        "label_top_k": 5,
-        "multiroot": False,
-        "tag_attr": "tag",
-        "tagging": "auto",
-        "tag_top_k": 3,
-        "cutoff": 5,
-        "max_batch_words": 2000,
-        "segment_length": SEGMENT_LENGTH,
-        "sentence_kbest": False,
-        "free_end": False,
-        "boundary_beam": 0,
-        "arc_confidence": True,
-        "confidence_temperature": 1.0,
-        "outside_agreement": 1.0,
-        "explore_rate": 0.0,
-        "explore_warmup": 0,
-        "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
-    },
     default_score_weights={
         "dep_uas": 0.5,
         "dep_las": 0.5,
@@ -66,89 +67,20 @@ TAGGING_MODES = ("auto", "pipeline", "joint")
         "sents_f": 0.0,
     },
 )
-def make_isbn_parser(
-    nlp: Language,
-    name: str,
-    model: Model,
-    beam_width: int,
-    beam_density: float,
-    label_top_k: int,
-    multiroot: bool,
-    tag_attr: str,
-    tagging: str,
-    tag_top_k: int,
-    cutoff: int,
-    max_batch_words: int,
-    segment_length: int,
-    sentence_kbest: bool,
-    free_end: bool,
-    boundary_beam: int,
-    arc_confidence: bool,
-    confidence_temperature: float,
-    outside_agreement: float,
-    explore_rate: float,
-    explore_warmup: int,
-    scorer: Optional[Callable],
-) -> "ISBNParser":
-    """Make an ``isbn_parser``. Its settings, one line each, are the table in
-    docs/design.md, "What isbn_parser does" (Settings)."""
-    return ISBNParser(
-        nlp.vocab, model, name, beam_width=beam_width, beam_density=beam_density,
-        label_top_k=label_top_k, multiroot=multiroot, tag_attr=tag_attr, tagging=tagging,
-        tag_top_k=tag_top_k, cutoff=cutoff,
-        max_batch_words=max_batch_words, segment_length=segment_length,
-        sentence_kbest=sentence_kbest, free_end=free_end, boundary_beam=boundary_beam,
-        arc_confidence=arc_confidence,
-        confidence_temperature=confidence_temperature, outside_agreement=outside_agreement,
-        explore_rate=explore_rate, explore_warmup=explore_warmup, scorer=scorer,
-    )
+def make_isbn_parser(nlp: Language, name: str, model: Model, settings: ParserSettings,
+                     scorer: Optional[Callable]) -> "ISBNParser":
+    """Make an ``isbn_parser`` (its settings: :class:`ParserSettings`)."""
+    return ISBNParser(nlp.vocab, model, name, settings, scorer)
 
 
 register_extensions()
 
 
 class ISBNParser(DependencyPipe):
-    def __init__(
-        self,
-        vocab: Vocab,
-        model: Model,
-        name: str = "isbn_parser",
-        *,
-        beam_width: int = 10,
-        beam_density: float = 0.0,
-        label_top_k: int = 5,
-        multiroot: bool = False,
-        tag_attr: str = "tag",
-        tagging: str = "auto",
-        tag_top_k: int = 3,
-        cutoff: int = 5,
-        max_batch_words: int = 2000,
-        segment_length: int = SEGMENT_LENGTH,
-        sentence_kbest: bool = False,
-        free_end: bool = False,
-        boundary_beam: int = 0,
-        arc_confidence: bool = True,
-        confidence_temperature: float = 1.0,
-        outside_agreement: float = 1.0,
-        explore_rate: float = 0.0,
-        explore_warmup: int = 0,
-        scorer: Optional[Callable] = parser_score,
-    ):
-        if not 0.0 <= explore_rate <= 1.0:
-            raise ValueError(f"explore_rate must be between 0 and 1, not {explore_rate!r}")
-        if tagging not in TAGGING_MODES:
-            raise ValueError(f"tagging must be one of {TAGGING_MODES}, not {tagging!r}")
-        super().__init__(vocab, model, name, {
-            "beam_width": beam_width, "beam_density": beam_density,
-            "label_top_k": label_top_k, "multiroot": multiroot, "tag_attr": tag_attr,
-            "tagging": tagging, "tag_top_k": tag_top_k, "cutoff": cutoff,
-            "max_batch_words": max_batch_words, "segment_length": segment_length,
-            "sentence_kbest": sentence_kbest, "free_end": free_end,
-            "boundary_beam": boundary_beam, "arc_confidence": bool(arc_confidence),
-            "confidence_temperature": float(confidence_temperature),
-            "outside_agreement": float(outside_agreement),
-            "explore_rate": float(explore_rate), "explore_warmup": explore_warmup,
-        }, scorer)
+    def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_parser",
+                 settings: Optional[ParserSettings] = None,
+                 scorer: Optional[Callable] = parser_score):
+        super().__init__(vocab, model, name, settings or ParserSettings(), scorer)
         # seconds of search, and of the model's array work within it (the benchmark's ceiling)
         self.search_timing = {"array_seconds": 0.0, "total_seconds": 0.0}
 
@@ -160,7 +92,7 @@ class ISBNParser(DependencyPipe):
             beam_width=beam_width or self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],
-            beam_density=self.cfg.get("beam_density", 0.0),
+            beam_density=self.cfg["beam_density"],
         )
 
     def _tags_jointly(self, doc: Doc) -> bool:
@@ -185,8 +117,7 @@ class ISBNParser(DependencyPipe):
         groups: Dict[bool, list] = {False: [], True: []}
         doc_words = [DocWords(doc) for doc in docs]
         # all docs' words one after another, read at once: doc d's from first_word[d]
-        inputs = self._inputs(TokenColumns.concat(
-            [self._columns(doc, words.tokens) for doc, words in zip(docs, doc_words)]))
+        inputs = self.words_inputs(docs, doc_words)
         first_word = numpy.cumsum([0] + [len(words) for words in doc_words]).tolist()
         for d, (doc, words) in enumerate(zip(docs, doc_words)):
             if len(words) == 0:

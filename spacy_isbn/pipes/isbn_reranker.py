@@ -10,6 +10,7 @@ discriminative reranker over those scores and the candidates' tree features
 (:mod:`spacy_isbn.reranking`). The score and what it writes: docs/design.md,
 "Extension attributes"; how it is trained: "The data flow".
 """
+import dataclasses
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -27,49 +28,45 @@ from ..transitions.arc_eager import sentence_spans_from_heads
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import DocWords, Part, write_trees
 from .dependency import DEFAULT_MODEL, DependencyPipe
-
-
-@Language.factory(
-    "isbn_reranker",
-    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],
-    requires=["doc._.isbn_kbest"],
-    default_config={
-        "model": DEFAULT_MODEL,
-        "rerank_weight": 1.0,
-        "rerank_features": {},
-        "confidence_temperature": 1.0,
-        "outside_agreement": 1.0,
-        "multiroot": False,
-        "tag_attr": "tag",
-        "cutoff": 5,
-        "max_batch_words": 2000,
-        "scorer": {"@scorers": "spacy_isbn.parser_scorer.v1"},
-    },
-    default_score_weights={"dep_uas": 0.5, "dep_las": 0.5, "dep_las_per_type": None,
-                           "sents_p": None, "sents_r": None, "sents_f": 0.0},
-)
-def make_isbn_reranker(nlp: Language, name: str, model: Model, rerank_weight: float,
-                       rerank_features: Dict[str, float], confidence_temperature: float, outside_agreement: float,
-                       multiroot: bool, tag_attr: str, cutoff: int, max_batch_words: int,
-                       scorer: Optional[Callable]) -> "ISBNReranker":
-    """rerank_weight: lambda, the weight of log P_gen against log P_cond;
-    rerank_features: the weights of further features (``FEATURES``);
-    confidence_temperature: divides the combined scores before the softmax
-    that weighs the candidates for the arc probabilities; outside_agreement:
-    how far an analysis outside the k best is taken to keep the chosen arcs
-    (see :mod:`.arc_confidence`); the rest as
-    ``isbn_parser`` (the model must be generative; tags come from the
-    pipeline's tagger and morphologizer)."""
-    return ISBNReranker(nlp.vocab, model, name, rerank_weight=rerank_weight,
-                        rerank_features=rerank_features,
-                        confidence_temperature=confidence_temperature,
-                        outside_agreement=outside_agreement,
-                        multiroot=multiroot, tag_attr=tag_attr, cutoff=cutoff,
-                        max_batch_words=max_batch_words, scorer=scorer)
-
+from .settings import Settings, at_least, one_of, settings_factory, weights_of
 
 # the reranker's features of a candidate, columns of ``ScoredKBest`` entries
 FEATURES = ("conditional", "generative", "structure", "conditional_best")
+
+
+@dataclasses.dataclass
+class RerankerSettings(Settings):
+    """``isbn_reranker``'s settings. rerank_weight: lambda, the weight of
+    log P_gen against log P_cond; rerank_features: the weights of further
+    features (``FEATURES``); confidence_temperature: divides the combined
+    scores before the softmax that weighs the candidates for the arc
+    probabilities; outside_agreement: how far an analysis outside the k best
+    is taken to keep the chosen arcs (see :mod:`.arc_confidence`); the rest
+    as ``isbn_parser``'s (the model must be generative; tags come from the
+    pipeline's tagger and morphologizer)."""
+    rerank_weight: float = 1.0
+    rerank_features: Dict[str, float] = weights_of(*FEATURES[2:])
+    confidence_temperature: float = 1.0
+    outside_agreement: float = 1.0
+    multiroot: bool = False
+    tag_attr: str = one_of("tag", "pos")
+    cutoff: int = at_least(1, 5)
+    max_batch_words: int = at_least(1, 2000)
+
+
+@settings_factory(
+    "isbn_reranker", RerankerSettings, DEFAULT_MODEL, {"@scorers": "spacy_isbn.parser_scorer.v1"},
+    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],
+    requires=["doc._.isbn_kbest"],
+    default_score_weights={"dep_uas": 0.5, "dep_las": 0.5, "dep_las_per_type": None,
+                           "sents_p": None, "sents_r": None, "sents_f": 0.0},
+)
+def make_isbn_reranker(nlp: Language, name: str, model: Model, settings: RerankerSettings,
+                       scorer: Optional[Callable]) -> "ISBNReranker":
+    """Make an ``isbn_reranker`` (its settings: :class:`RerankerSettings`)."""
+    return ISBNReranker(nlp.vocab, model, name, settings, scorer)
+
+
 # what ranks the candidates when a discriminative reranker is fitted (else the
 # log-linear weights of FEATURES)
 DISCRIMINATIVE = "discriminative"
@@ -126,28 +123,13 @@ class ISBNReranker(DependencyPipe):
     """Reranks the k best trees of the parser in front by a generative
     ISBN's forced-derivation scores (see the module)."""
 
-    def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_reranker", *,
-                 rerank_weight: float = 1.0, rerank_features: Optional[Dict[str, float]] = None,
-                 confidence_temperature: float = 1.0,
-                 outside_agreement: float = 1.0,
-                 multiroot: bool = False, tag_attr: str = "tag",
-                 cutoff: int = 5, max_batch_words: int = 2000,
+    def __init__(self, vocab: Vocab, model: Model, name: str = "isbn_reranker",
+                 settings: Optional[RerankerSettings] = None,
                  scorer: Optional[Callable] = parser_score):
-        super().__init__(vocab, model, name, {
-            "multiroot": multiroot, "tag_attr": tag_attr, "cutoff": cutoff,
-            "max_batch_words": max_batch_words,
-            "confidence_temperature": float(confidence_temperature),
-            "outside_agreement": float(outside_agreement),
-            "rerank_weight": float(rerank_weight),
-            "rerank_features": {k: float(v) for k, v in (rerank_features or {}).items()},
-        }, scorer)
+        super().__init__(vocab, model, name, settings or RerankerSettings(), scorer)
         if not self.generative:
             raise ValueError(f"{name}: the reranker's model must be generative "
                              "(objective = 'generative')")
-        unknown = set(rerank_features or {}) - set(FEATURES[2:])
-        if unknown:
-            raise ValueError(f"{name}: rerank_features {sorted(unknown)}: the features are "
-                             f"{', '.join(FEATURES[2:])}")
         self.maxent: Optional[MaxEntReranker] = None
 
     def saved_parts(self) -> Dict[str, Part]:
@@ -324,8 +306,8 @@ class ISBNReranker(DependencyPipe):
             if exact:
                 scores.append(chosen_scores)
         self.write_confidence(docs, candidates, weights)
-        self.write_sentence_scores(items, scores)
-        self.write_scores(again)
+        self._write_sentence_scores(items, scores)
+        self._write_scores(again)
         for doc, _ in items + again:
             # log P(returned trees, words) plus each sentence's candidates' mass
             # relative to its returned tree: a lower bound on log P(words),

@@ -18,18 +18,20 @@ The derivations are scored in batches, all in lockstep, the trees of one
 sentence (a k-best list) in one batch, whose forward computes each state
 their derivations share once (:mod:`~spacy_isbn.model.shared_forward`): the
 scores are exactly each tree's own forward's."""
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
+from thinc.api import Model
 
 from ..corpus.ud import model_labels
 from ..model.batch import CONTEXT, DerivationBatch, word_batches
 from ..model.isbn import HEADS
 from ..model.shared_forward import forced_logprobs
-from ..transitions.arc_eager import sentence_spans_from_heads
+from ..transitions.arc_eager import ArcEagerMoves, sentence_spans_from_heads
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
-from ..transitions.inputs import SegmentInputs, TokenColumns
+from ..transitions.inputs import SegmentInputs
+from ..transitions.projectivity import oracle_tree
 from .base import DocWords
 
 # the decision heads whose decisions are about a state's action (the rest: its generated word)
@@ -63,20 +65,42 @@ class _Piece(NamedTuple):
 Trees = Tuple[Doc, List[Tuple[int, int, List[int], List[str]]]]
 
 
-class ForcedDerivations:
-    """The scores of given trees under the model of ``pipe``, a dependency
-    pipe (:class:`~.dependency.DependencyPipe`), by forced derivation."""
+class TreeModel(NamedTuple):
+    """What scoring given trees reads of a dependency pipe
+    (:meth:`~.dependency.DependencyPipe.tree_model`): its ISBN layer and
+    transition system, the lexicon's label ids and root label, its settings;
+    ``inputs``: the inputs of docs' words (one doc's after another's);
+    ``token_vectors``: the conditional model's projected token vectors of
+    docs' words; ``require_tags``: refuse a doc without the tags a forced
+    derivation generates."""
+    core: Model
+    moves: ArcEagerMoves
+    generative: bool
+    label_ids: Dict[str, int]
+    root_label: str
+    end_tag: int
+    multiroot: bool
+    max_batch_words: int
+    inputs: Callable[[Sequence[Doc], Sequence[DocWords]], SegmentInputs]
+    token_vectors: Callable
+    require_tags: Callable[[Doc], None]
 
-    def __init__(self, pipe):
-        self.pipe = pipe
+
+class ForcedDerivations:
+    """The scores of given trees by forced derivation under the model that
+    ``parts`` gives (read at each call: a pipe's lexicon, system and
+    settings change as it is trained or loaded)."""
+
+    def __init__(self, parts: Callable[[], TreeModel]):
+        self.parts = parts
 
     def trees_set_on(self, docs: Iterable[Doc]) -> List[Trees]:
         """The trees set on ``docs`` (``token.head``/``dep_``, e.g. by another
         parser or by hand) as :meth:`score` reads them, one item per doc."""
-        items = []
+        items, model = [], self.parts()
         for doc in docs:
-            if self.pipe.generative:
-                self.pipe._require_tags(doc)  # a forced derivation generates the doc's own tags
+            if model.generative:
+                model.require_tags(doc)  # a forced derivation generates the doc's own tags
             heads = [t.head.i for t in doc]
             items.append((doc, [(start, end, heads[start:end], [t.dep_ for t in doc[start:end]])
                                 for start, end in sentence_spans_from_heads(heads)]))
@@ -99,8 +123,8 @@ class ForcedDerivations:
         doc's start); then also returned, per item the means its last
         sentence ends with (zeros if it cannot be derived).  ``read``: each
         doc's words and inputs by ``id(doc)``, filled as they are read."""
-        items, pipe = list(items), self.pipe
-        generative = pipe.generative
+        items, model = list(items), self.parts()
+        generative = model.generative
         out: List[List[Optional[SentenceScore]]] = [[None] * len(sents) for _, sents in items]
         # a doc's words and inputs, read once however many items have trees of it,
         # the docs not read yet all at once
@@ -108,43 +132,42 @@ class ForcedDerivations:
         unread = list({id(doc): doc for doc, _ in items if id(doc) not in read}.values())
         if unread:
             doc_words = [DocWords(doc) for doc in unread]
-            inputs = pipe._inputs(TokenColumns.concat(
-                [pipe._columns(doc, words.tokens) for doc, words in zip(unread, doc_words)]))
+            inputs = model.inputs(unread, doc_words)
             first = numpy.cumsum([0] + [len(words) for words in doc_words]).tolist()
             for d, (doc, words) in enumerate(zip(unread, doc_words)):
                 read[id(doc)] = words, inputs.span(first[d], first[d + 1])
         all_words = [read[id(doc)][0] for doc, _ in items]
-        vectors = None if generative else pipe.token_vectors([doc for doc, _ in items], all_words)
-        derived = self._derivations(items, all_words, {d: inputs for d, (_, inputs) in read.items()},
-                                    out)
+        vectors = None if generative else model.token_vectors([doc for doc, _ in items], all_words)
+        derived = self._derivations(model, items, all_words,
+                                    {d: inputs for d, (_, inputs) in read.items()}, out)
         pieces: List[_Piece] = []
         for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
             chain: List[Tuple[int, int, int, Derivation, Tuple]] = []
             for k, sent in enumerate(sents):
                 if (i, k) not in derived:
                     if out[i][k].reason:  # -inf breaks the chain
-                        pieces.extend(self._pieces(chain))
+                        pieces.extend(self._pieces(model, chain))
                         chain = []
                     continue
                 deriv, words_of = derived[i, k]
                 if not generative:  # given the words, each sentence on its own
-                    base = int(vectors[1][i]) // len(pipe.core.attrs["vector_columns"])
+                    base = int(vectors[1][i]) // len(model.core.attrs["vector_columns"])
                     start = words.word_tree(*sent)[0]
                     deriv = place_tokens(deriv, base + start, base + len(words))
-                    pieces.extend(self._pieces([(i, k, deriv.n_words, deriv, words_of)]))
+                    pieces.extend(self._pieces(model, [(i, k, deriv.n_words, deriv, words_of)]))
                     continue
                 if k == 0 and contexts is not None:
                     # the derivation is this call's own: linked in place
-                    deriv.src[0, pipe.moves.spec.sentence_link] = CONTEXT
+                    deriv.src[0, model.moves.spec.sentence_link] = CONTEXT
                 chain.append((i, k, deriv.n_words, deriv, words_of))
-            pieces.extend(self._pieces(chain))
+            pieces.extend(self._pieces(model, chain))
         parts: Dict[Tuple[int, int], numpy.ndarray] = {}
         finals = None if contexts is None else numpy.zeros_like(contexts)
         of = {id(p.deriv): p for p in pieces}
         # the pieces that start on the same word of the same doc (the candidate
         # trees of a sentence) are scored in one batch, which shares their states
         begins = [(id(items[i][0]), items[i][1][k][0]) for i, k, _ in (p.sentences[0] for p in pieces)]
-        for batch, _ in word_batches([p.deriv for p in pieces], max(1, pipe.cfg["max_batch_words"]),
+        for batch, _ in word_batches([p.deriv for p in pieces], max(1, model.max_batch_words),
                                      begins):
             members = [of[id(d)] for d in batch]
             arrays = DerivationBatch.from_derivations(batch)
@@ -159,10 +182,10 @@ class ForcedDerivations:
             if vectors is not None:
                 arrays.vectors = vectors[0]
             if finals is None:
-                lps = forced_logprobs(pipe.core, arrays)
+                lps = forced_logprobs(model.core, arrays)
             else:
                 arrays.context = contexts[[p.sentences[0][0] for p in members]]
-                lps, last = forced_logprobs(pipe.core, arrays, final=True)
+                lps, last = forced_logprobs(model.core, arrays, final=True)
                 for piece, means in zip(members, last):
                     i, k, _ = piece.sentences[-1]
                     if k == len(items[i][1]) - 1:
@@ -195,20 +218,18 @@ class ForcedDerivations:
             out[i][k] = SentenceScore(logprob, token_parts, reason, float(split[:, 0].sum()))
         return out if contexts is None else (out, finals)
 
-    def _derivations(self, items: List[Trees], all_words: List[DocWords],
+    def _derivations(self, model: TreeModel, items: List[Trees], all_words: List[DocWords],
                      inputs: Dict[int, SegmentInputs], out: List[List[Optional[SentenceScore]]]
                      ) -> Dict[Tuple[int, int], Tuple[Derivation, Tuple]]:
         """Per item and sentence with words its derivation and the words its
         decisions are about (:meth:`decision_words`); the others' scores go to
         ``out`` (0 without words, -inf with why the model cannot derive it).
         The trees of the same words (a k-best list) are derived together."""
-        pipe = self.pipe
-        root_label, label_ids = pipe._root_label, pipe.lexicon.label_ids
         same_words: Dict[Tuple[int, int, int], List[Tuple[int, int, Tuple]]] = {}
         for i, ((doc, sents), words) in enumerate(zip(items, all_words)):
             for k, sent in enumerate(sents):
                 start, end, heads, labels = words.word_tree(*sent)
-                gold, reason, bad = self._oracle(start, end, heads, labels, root_label, label_ids)
+                gold, reason, bad = self._oracle(model, start, end, heads, labels)
                 if gold is None:
                     parts = numpy.zeros(sent[1] - sent[0])
                     if start < end:
@@ -220,9 +241,9 @@ class ForcedDerivations:
                     same_words.setdefault((id(doc), start, end), []).append((i, k, gold))
         keys, derivs, n_words = [], [], []
         for (doc_id, start, end), trees in same_words.items():
-            derivs += pipe.moves.derivations(inputs[doc_id].span(start, end),
-                                             [gold for *_, gold in trees], pipe.end_tag,
-                                             pipe.cfg["multiroot"])
+            derivs += model.moves.derivations(inputs[doc_id].span(start, end),
+                                              [gold for *_, gold in trees], model.end_tag,
+                                              model.multiroot)
             keys += [(i, k) for i, k, _ in trees]
             n_words += [end - start] * len(trees)
         if not derivs:
@@ -232,13 +253,13 @@ class ForcedDerivations:
         for row, d in zip(actions, derivs):
             row[: d.n_states] = d.action
         # 0-based (state 0's action: none, counted with the first word's)
-        act, gen = (numpy.maximum(w, 1) - 1 for w in pipe.moves.decision_words(
+        act, gen = (numpy.maximum(w, 1) - 1 for w in model.moves.decision_words(
             actions, numpy.array(n_words)))
         return {key: (d, (act[b, : d.n_states], gen[b, : d.n_states]))
                 for b, (key, d) in enumerate(zip(keys, derivs))}
 
-    def _oracle(self, start: int, end: int, heads: List[int], labels: List[str],
-                root_label: str, label_ids: Dict[str, int]
+    @staticmethod
+    def _oracle(model: TreeModel, start: int, end: int, heads: List[int], labels: List[str]
                 ) -> Tuple[Optional[Tuple], str, List[int]]:
         """A sentence's tree (words ``start``.. with absolute word heads) as
         its derivation reads it (1-based heads, label ids), or None, why the
@@ -252,11 +273,13 @@ class ForcedDerivations:
         if outside:
             return None, "a word is headed outside its sentence or by whitespace", outside
         # a root arc spelled UD's way or spaCy's is the model's root arc
-        oracle = self.pipe._oracle_tree(local, model_labels(local, labels, root_label))
+        oracle = oracle_tree(local, model_labels(local, labels, model.root_label),
+                             model.multiroot)
         if oracle is None:
             return (None, "more than one root (the model allows one: multiroot = false)",
                     [w for w, h in enumerate(local) if h == w])
         # a lifted label never seen (dep||head_dep) scores as its own label on the lifted arc
+        label_ids = model.label_ids
         ids = [label_ids.get(x, label_ids.get(x.split("||")[0], -1)) for x in oracle[1]]
         if min(ids) < 0:
             unseen = sorted({x for x, i in zip(oracle[1], ids) if i < 0})
@@ -264,7 +287,9 @@ class ForcedDerivations:
                     [w for w, i in enumerate(ids) if i < 0])
         return (oracle[0], [0] + ids), "", []
 
-    def _pieces(self, chain: List[Tuple[int, int, int, Derivation, Tuple]]) -> List[_Piece]:
+    @staticmethod
+    def _pieces(model: TreeModel, chain: List[Tuple[int, int, int, Derivation, Tuple]]
+                ) -> List[_Piece]:
         """A chain of consecutive sentences' derivations (with the words
         their decisions are about) as one forward row (none if empty), each
         head's decisions numbered by word along it."""
@@ -276,6 +301,6 @@ class ForcedDerivations:
         bases = numpy.cumsum([0] + [n for _, _, n, _, _ in chain[:-1]])
         act = numpy.concatenate([base + a for base, (*_, (a, _)) in zip(bases, chain)])
         gen = numpy.concatenate([base + g for base, (*_, (_, g)) in zip(bases, chain)])
-        deriv = chain_derivations([c[3] for c in chain], self.pipe.moves.spec.sentence_link)
+        deriv = chain_derivations([c[3] for c in chain], model.moves.spec.sentence_link)
         return [_Piece(deriv, act, gen, [(i, k, n) for i, k, n, _, _ in chain])]
 

@@ -334,7 +334,7 @@ def feedforward_decision_rows(const int64_t[::1] seg, const int64_t[::1] rows,
                               const int64_t[::1] plain):
     """:func:`decision_rows` where every decision reads its hypothesis's
     means (pool id ``ids[i]``, feed-forward): per action of ``labelled``,
-    its ``top`` labels (``top[a, i]``, :meth:`SearchStep.head_logprobs`),
+    its ``top`` labels (``top[a, i]``, :meth:`Heads.step_logprobs`),
     then the ``plain`` actions, of the hypotheses where the action is
     allowed and scores above ``floor`` (the rest cannot enter the beam).
     The same rows in the same order, without a part per action."""

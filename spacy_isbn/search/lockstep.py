@@ -1,18 +1,39 @@
 """One :meth:`~spacy_isbn.search.beam.BeamSearch.parse_many` call: all
-segments searched in lockstep, each round popping, scoring and pruning the
-pending hypotheses of every segment at once with array operations and the
-compiled passes of :mod:`._select`."""
+segments searched in lockstep, each round popping, scoring (by the
+:class:`~.scoring.StepScorer`) and pruning the pending hypotheses of every
+segment at once with array operations and the compiled passes of
+:mod:`._select`."""
 import time
+from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy
 
+from ..transitions.inputs import JointTables
 from .arrays import (PREFIX_ROWS, Agenda, Candidates, Hypotheses, ParsedSentence, SegmentParse,
                      Shifted, StatePool, Words)
 from ._select import (CONT, END, NEXT, counts_and_kth, decision_rows, feedforward_decision_rows,
                       fronts, keep_top, rows_in_groups, shift_rows, top_per_group)
+from .scoring import StepScorer
 
 NEG_INF = -numpy.inf
+
+
+@dataclass(frozen=True)
+class BeamLimits:
+    """What a search keeps: ``beam_width`` analyses after each Shift, at most
+    ``max_expansions`` best-first pops per word, sentences of at most
+    ``max_sentence_length`` words, none below ``log_density`` of the best
+    (-inf: no such bound); ``multiroot``: several roots per sentence;
+    ``joint``: the tables of a joint search of tags (None: tags given);
+    ``prefix_probs``: record the beam's mass after each word."""
+    beam_width: int
+    max_expansions: int
+    max_sentence_length: int
+    log_density: float
+    multiroot: bool
+    joint: Optional[JointTables]
+    prefix_probs: bool
 
 
 class Lockstep:
@@ -31,13 +52,16 @@ class Lockstep:
     # times as many as were live after the last compaction
     compact_at = 1 << 15
 
-    def __init__(self, search, segments):
-        """``search``: the :class:`~.beam.BeamSearch` whose settings, model and
-        transition system the rounds use (its module imports this one)."""
-        self.s = search
-        self.states = search.moves.new_states(search.multiroot)
-        self.pool = StatePool(search.step.nH)
-        self.words = Words([w for w, _ in segments], search.joint, search.moves.word_row_width)
+    def __init__(self, scorer: StepScorer, limits: BeamLimits, segments):
+        """``scorer``: the model's decisions over the transition system
+        (``scorer.moves``) the rounds expand; ``limits``: what they keep."""
+        self.scorer, self.limits = scorer, limits
+        self.spec = scorer.spec
+        self.states = scorer.moves.new_states(limits.multiroot)
+        self.pool = StatePool(scorer.step.nH)
+        self.words = Words([w for w, _ in segments], limits.joint, scorer.moves.word_row_width)
+        # seconds in the scorer (the model's array work)
+        self.array_seconds = 0.0
         self.n = numpy.array([w.n for w, _ in segments], dtype="int64")
         self.base = numpy.concatenate([[0], numpy.cumsum(self.n)[:-1]]).astype("int64") \
             if len(segments) else numpy.zeros(0, "int64")
@@ -49,13 +73,13 @@ class Lockstep:
         self.may_end = self.must_end | numpy.array([e is None for e in ends], dtype="uint8")
         self.j = numpy.zeros(len(segments), dtype="int64")  # the token to be shifted next
         self.pops = numpy.zeros(len(segments), dtype="int64")
-        self.width = numpy.full(len(segments), search.beam_width, dtype="int64")
-        self.labelled = numpy.asarray(search.spec.labelled_actions, dtype="int64")
-        self.plain = numpy.asarray(search.spec.plain_actions, dtype="int64")
+        self.width = numpy.full(len(segments), limits.beam_width, dtype="int64")
+        self.labelled = numpy.asarray(self.spec.labelled_actions, dtype="int64")
+        self.plain = numpy.asarray(self.spec.plain_actions, dtype="int64")
         self.results: List[Optional[SegmentParse]] = [None] * len(segments)
-        # SegmentParse.prefix of all tokens (search.prefix_probs)
+        # SegmentParse.prefix of all tokens (limits.prefix_probs)
         self.prefix = (numpy.full((len(PREFIX_ROWS), len(self.words.tag)), numpy.nan)
-                       if search.prefix_probs else None)
+                       if limits.prefix_probs else None)
 
     def release(self) -> None:
         self.states = None
@@ -63,14 +87,12 @@ class Lockstep:
 
     # -- the loop -------------------------------------------------------------------
     def run(self) -> List[SegmentParse]:
-        s = self.s
         n_seg = len(self.n)
         live = numpy.nonzero(self.n > 0)[0]
         if not len(live):
             return self.results
         # every segment's first word, from the same initial state
-        first = s._first_word(s.start_eta, numpy.zeros(len(live), "int64"), self.base[live],
-                              self.words, self.pool)
+        first = self.scorer.first_words(self.base[live], self.words, self.pool)
         seg = live[first.pos]
         keep = top_per_group(seg.astype("int64"), first.lp.astype("float64"), self.width)
         seg, c = seg[keep], Candidates(*(getattr(first, k)[keep] for k in Candidates.__slots__))
@@ -97,14 +119,14 @@ class Lockstep:
         return Agenda(ints, self.hyps.floats[:1, hyp_rows])
 
     def _round(self) -> None:
-        s, B = self.s, self.s.beam_width
+        limits, B = self.limits, self.limits.beam_width
         n_seg = len(self.n)
         # the beam's worst shifted score per segment: nothing below it can enter
         count, threshold = counts_and_kth(self.shifted.seg, self.shifted.score, n_seg, B)
-        if s.log_density > NEG_INF:
+        if limits.log_density > NEG_INF:
             # nor anything below the beam's density share of its best: scores
             # only fall as a hypothesis goes on
-            threshold = numpy.maximum(threshold, self._best_shifted() + s.log_density)
+            threshold = numpy.maximum(threshold, self._best_shifted() + limits.log_density)
         # all agenda entries that can still enter a beam are popped, in the
         # agenda's order (see _expand and _end_steps)
         popped = self.agenda.take(numpy.flatnonzero(self.agenda.score > threshold[self.agenda.seg]))
@@ -113,7 +135,8 @@ class Lockstep:
             # a word step ends when nothing pending can enter its beam, or when
             # it is out of budget and has something shifted
             done = self.active & ((n_popped == 0)
-                                  | ((self.pops + n_popped > s.max_expansions) & (count > 0)))
+                                  | ((self.pops + n_popped > limits.max_expansions)
+                                     & (count > 0)))
             if not done.any():
                 break
             self.agenda = popped.take(numpy.flatnonzero(~done[popped.seg]))
@@ -148,17 +171,16 @@ class Lockstep:
         among the shifted candidates, arcs and reduce on the agenda.
         ``threshold``: per segment, the score a Shift must beat to enter its
         beam (the words of hypotheses that cannot are not scored)."""
-        s, B = self.s, self.s.beam_width
+        limits, scorer, spec = self.limits, self.scorer, self.spec
         h = self.hyps
         N = len(rows)
         seg, scores = h.seg[rows], h.score[rows]
         must_end, may_end, has_next, next_tok, start_tok = fronts(
             seg, h.offset[rows], self.j, self.n, self.base, self.must_end, self.may_end,
-            s.max_sentence_length)
-        spec = s.spec
+            limits.max_sentence_length)
         req = {
             "src": numpy.empty((N, spec.n_relations), "int32"),
-            "feats": numpy.empty((N, s.moves.width), "int32"),
+            "feats": numpy.empty((N, scorer.moves.width), "int32"),
             "masks": numpy.empty((N, spec.n_actions), "uint8"),
             "allowed": numpy.empty((N, spec.n_actions), "uint8"),
             "end_legal": numpy.empty(N, "uint8"),
@@ -166,9 +188,9 @@ class Lockstep:
         }
         self.states.describe(h.handle[rows], must_end, req["src"], req["feats"],
                              req["masks"], req["allowed"], req["end_legal"], req["label_kinds"])
-        if s.step.vectors is not None:
-            req["feats"] = s.step.vector_ids(req["feats"], self.base[seg] + h.offset[rows],
-                                               self.base[seg] + self.n[seg])
+        if scorer.step.vectors is not None:
+            req["feats"] = scorer.step.vector_ids(req["feats"], self.base[seg] + h.offset[rows],
+                                                  self.base[seg] + self.n[seg])
         for name in ("masks", "allowed", "end_legal"):
             req[name] = req[name].view(bool)
         req["next_tok"], req["start_tok"] = next_tok, start_tok
@@ -176,8 +198,8 @@ class Lockstep:
         req["may_end"], req["has_next"] = may_end, has_next
         req["floor"] = threshold[seg] - scores
         start = time.perf_counter()
-        out = s._score(req, self.words, self.pool)
-        s.timing["array_seconds"] += time.perf_counter() - start
+        out = scorer.score(req, self.words, self.pool)
+        self.array_seconds += time.perf_counter() - start
         # normalised over Phi as in training; decisions that would leave the
         # sentence unfinishable at its known last word are only filtered out
         # Shifts (generating the next word, ending the segment's last sentence,
@@ -210,8 +232,9 @@ class Lockstep:
             parts += [(action, at, None, None, action_states)
                       for action, (at, action_states) in out["plain"].items()]
             decisions = decision_rows(seg, rows, scores, out["act"], allowed, parts)
-        limit = numpy.where((self.pops > s.max_expansions)
-                            & (numpy.bincount(self.shifted.seg, minlength=len(self.n)) == 0), 1, B)
+        limit = numpy.where((self.pops > limits.max_expansions)
+                            & (numpy.bincount(self.shifted.seg, minlength=len(self.n)) == 0),
+                            1, limits.beam_width)
         self.agenda = Agenda(*keep_top([decisions], 0, 0, limit))
         self._compact_pool()
 
@@ -224,9 +247,10 @@ class Lockstep:
         in_step[segs] = 1
         h, sh = self.hyps, self.shifted
         mine, rest = rows_in_groups(sh.seg, in_step)
-        if self.s.log_density > NEG_INF:
+        log_density = self.limits.log_density
+        if log_density > NEG_INF:
             # shifted before a better one came that leaves them below the density
-            mine = mine[sh.score[mine] >= self._best_shifted()[sh.seg[mine]] + self.s.log_density]
+            mine = mine[sh.score[mine] >= self._best_shifted()[sh.seg[mine]] + log_density]
         new, self.shifted = sh.take(mine), sh.take(rest)
         if not numpy.bincount(new.seg, minlength=n_seg)[segs].all():
             raise RuntimeError("beam search lost all hypotheses")  # not with legal decisions
@@ -317,8 +341,8 @@ class Lockstep:
         ends after segment token ``last_tok``."""
         h = self.hyps
         size = last_tok + 1 - int(h.offset[row])
-        analysis = self.s.moves.sentence(self.states, int(h.handle[row]), size)
-        if self.s.joint is None:
+        analysis = self.scorer.moves.sentence(self.states, int(h.handle[row]), size)
+        if self.limits.joint is None:
             analysis.update(tags=None, bundles=None)
         sent = ParsedSentence(int(h.offset[row]), logprob=end_score - float(h.start_score[row]),
                               **analysis)

@@ -168,6 +168,13 @@ class ArcEagerMoves(Moves):
                      numpy.asarray(gold_start, "int64"), numpy.asarray(n_words, "int32"), out)
         return out
 
+    def arc(self, states: ArcEagerStates, handle: int, action: int, front: int
+            ) -> Tuple[int, int]:
+        """LeftArc: the stack's top depends on the front; RightArc: the
+        front on the top."""
+        top = states.stack(handle)[-1]
+        return (top, front) if action == LEFT else (front, top)
+
     @staticmethod
     def decision_words(action: numpy.ndarray, n_words: Union[int, numpy.ndarray]
                        ) -> Tuple[numpy.ndarray, numpy.ndarray]:

@@ -6,7 +6,7 @@ runs on the tree with an explicit root node in front) and a decoder that puts
 lifted words back where spaCy's guesses wrong. Why and how: docs/design.md,
 "What isbn_parser does" (Training).
 """
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from spacy.pipeline._parser_internals import nonproj
 
@@ -22,6 +22,19 @@ def projectivize(
     shifted = [0] + [h + 1 if h != i else 0 for i, h in enumerate(heads)]
     proj, deco = nonproj.projectivize(shifted, [ROOT_LABEL] + list(labels))
     return [h - 1 if h > 0 else i for i, h in enumerate(proj[1:])], deco[1:]
+
+
+def oracle_tree(heads: List[int], labels: List[str], multiroot: bool
+                ) -> Optional[Tuple[List[int], List[str]]]:
+    """A sentence's tree (local 0-based heads, root = self) as the
+    derivations read it: projective 1-based heads (0 = root) and decorated
+    labels; None if it has more roots than allowed."""
+    proj_heads, deco = projectivize(heads, labels, multiroot)
+    gold = [0] + [h + 1 if h != i else 0 for i, h in enumerate(proj_heads)]
+    n_roots = sum(1 for h in gold[1:] if h == 0)
+    if n_roots > 1 and not multiroot:
+        return None
+    return gold, deco
 
 
 def deprojectivize(

@@ -60,6 +60,8 @@ class TransitionSystem(Protocol):
 
     def costs(self, states, handles, gold_heads, gold_start, n_words): ...
 
+    def arc(self, states, handle: int, action: int, front: int) -> Tuple[int, int]: ...
+
     def vector_columns(self) -> List[Tuple[int, int]]: ...
 
     def form_columns(self) -> List[Tuple[int, int]]: ...
@@ -99,6 +101,12 @@ class Moves:
         """The dynamic oracle's costs: none unless the system has one (the
         left-corner system trains on its static oracle's derivations)."""
         return None
+
+    def arc(self, states, handle: int, action: int, front: int) -> Tuple[int, int]:
+        """The (dependent, head) words of the arc labelled ``action`` makes
+        from configuration ``handle`` whose front is word ``front``: what
+        training with the dynamic oracle (:meth:`costs`) learns labels on."""
+        raise NotImplementedError
 
     def states(self, multiroot: bool = False):
         """The arena of configurations whose features are these templates."""

@@ -1,4 +1,6 @@
-"""Training the conditional parser with exploration, as spaCy trains its own.
+"""Training the conditional parser with exploration, as spaCy trains its
+own, over a transition system with a dynamic oracle (the protocol's
+``costs`` and ``arc``: arc-eager's).
 
 The model follows its own predictions through chunks of gold sentences, and
 at every configuration learns the moves that lose no gold arc (the dynamic
@@ -6,15 +8,17 @@ oracle, ``moves.costs``). This teaches it to recover from its own mistakes.
 How chunks, sentence ends and labels are handled: docs/design.md, "The data
 flow" (``explore_rate``).
 """
-from typing import List, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy
-from spacy.training import Example
+from spacy.tokens import Doc
+from thinc.api import Model
 
-from ..model.isbn import project_tokens
-from ..model.features import vector_feature_ids
-from ..model.step import DecisionHead, History, embedding_table
-from ..transitions.arc_eager import LEFT
+from ..transitions.system import TransitionSystem
+from .features import vector_feature_ids
+from .heads import Heads
+from .isbn import core_of, project_tokens
+from .step import History, embedding_table
 
 NEG_INF = -numpy.inf
 
@@ -53,53 +57,60 @@ class Chunk:
         return numpy.concatenate([[-1], local]).astype("int32")
 
 
-def training_chunks(pipe, examples: List[Example]) -> List[Chunk]:
-    """The examples' runs of consecutive complete gold trees whose labels
-    the lexicon knows, cut into chunks of at most ``CHUNK_WORDS`` words."""
+# a doc's gold trees (``DependencyPipe._gold_trees``: span, 1-based heads,
+# labels) and its word rows of a span (start, end)
+GoldDoc = Tuple[Iterable[Tuple[Tuple[int, int], List[int], List[str]]],
+                Callable[[int, int], numpy.ndarray]]
+
+
+def training_chunks(docs: Sequence[GoldDoc], doc_lengths: Sequence[int],
+                    label_ids: Dict[str, int]) -> List[Chunk]:
+    """The docs' runs of consecutive complete gold trees whose labels the
+    lexicon knows (``label_ids``), cut into chunks of at most
+    ``CHUNK_WORDS`` words; ``doc_lengths``: the docs' tokens, one doc's
+    after another's among the update's token vectors."""
     out, first_token = [], 0
-    label_ids = pipe.lexicon.label_ids
-    for eg in examples:
-        doc = eg.reference
-        doc_start, first_token = first_token, first_token + len(eg.predicted)
-        columns = pipe._columns(doc)
+    for (trees, rows_of), n_tokens in zip(docs, doc_lengths):
+        doc_start, first_token = first_token, first_token + n_tokens
         run: List[Tuple[int, int, list, list]] = []
-        for (start, end), gold, labels in pipe._gold_trees(doc):
+        for (start, end), gold, labels in trees:
             ids = [label_ids.get(lab, -1) for lab in labels]
             joins = run and run[-1][1] == start and end - run[0][0] <= CHUNK_WORDS
             if run and not joins:
-                out.append(_chunk(pipe, columns, run, doc_start, first_token))
+                out.append(_chunk(rows_of, run, doc_start, first_token))
                 run = []
             if min(ids) >= 0:
                 run.append((start, end, gold, ids))
         if run:
-            out.append(_chunk(pipe, columns, run, doc_start, first_token))
+            out.append(_chunk(rows_of, run, doc_start, first_token))
     return out
 
 
-def _chunk(pipe, columns, run, doc_start: int, doc_end: int) -> Chunk:
+def _chunk(rows_of: Callable[[int, int], numpy.ndarray], run, doc_start: int,
+           doc_end: int) -> Chunk:
     first = run[0][0]
     heads, labels, ends = [0], [0], []
     for start, end, gold, ids in run:
         heads += [h + start - first if h > 0 else 0 for h in gold[1:]]
         labels += ids
         ends += [False] * (end - start - 1) + [True]
-    rows = pipe._inputs(columns.span(first, run[-1][1])).rows
-    return Chunk(rows, heads, labels, ends, doc_start + first, doc_end)
+    return Chunk(rows_of(first, run[-1][1]), heads, labels, ends, doc_start + first, doc_end)
 
 
-def explore_update(pipe, examples: List[Example], explore_rate: float, rng=numpy.random) -> float:
-    """One training step of a conditional pipe on the examples with
-    exploration; adds the gradients (tok2vec's through its listener) and
-    returns the loss, summed over the decisions."""
-    chunks = training_chunks(pipe, examples)
+def explore_update(model: Model, moves: TransitionSystem, docs: List[Doc], chunks: List[Chunk],
+                   explore_rate: float, multiroot: bool, rng=numpy.random) -> float:
+    """One training step of a conditional ``model`` over ``moves`` on the
+    ``chunks`` of ``docs`` (:func:`training_chunks`) with exploration; adds
+    the gradients (tok2vec's through its listener) and returns the loss,
+    summed over the decisions."""
     if not chunks:
         return 0.0
-    model, core, moves = pipe.model, pipe.core, pipe.moves
-    vectors, _, bp_vectors = project_tokens(model, [eg.predicted for eg in examples], True)
+    core = core_of(model)
+    vectors, _, bp_vectors = project_tokens(model, docs, True)
     history = History(core, embedding_table(core, vectors),
                       capacity=sum(4 * c.n + 2 for c in chunks), is_train=True)
-    states = moves.new_states(pipe.cfg["multiroot"])
-    rollout = Rollout(pipe, states, chunks, history, explore_rate, rng)
+    states = moves.new_states(multiroot)
+    rollout = Rollout(moves, core, states, chunks, history, explore_rate, rng)
     try:
         rollout.run()
     finally:
@@ -114,16 +125,13 @@ class Rollout:
     """One configuration per chunk (its current sentence), all advanced in
     lockstep, and what each step's states are to learn."""
 
-    def __init__(self, pipe, states, chunks: List[Chunk], history: History,
-                 explore_rate: float, rng):
+    def __init__(self, moves: TransitionSystem, core: Model, states, chunks: List[Chunk],
+                 history: History, explore_rate: float, rng):
         self.states, self.chunks, self.history = states, chunks, history
-        self.moves, self.core = pipe.moves, pipe.core
+        self.moves, self.core = moves, core
         self.explore_rate, self.rng = explore_rate, rng
-        self.heads = {"a": DecisionHead(self.core, "Wa", "ba"),
-                      "l": DecisionHead(self.core, "Wl", "bl"),
-                      "t": DecisionHead(self.core, "Wt", "bt")}
-        self.label_masks = numpy.asarray(self.core.attrs["label_masks"], dtype=bool)
-        self.nL = self.core.get_dim("nL")
+        self.heads = Heads(core)
+        self.label_masks, self.nL = self.heads.label_masks, self.heads.nL
         B = len(chunks)
         self.n = numpy.array([c.n for c in chunks], dtype="int64")
         # the current sentence's first chunk word, and its configuration (-1: none)
@@ -196,7 +204,7 @@ class Rollout:
             ids = history.step(src, feats)
             H = history.means[ids]
             masks, allowed, end_legal = masks.view(bool), allowed.view(bool), end_legal.view(bool)
-            act_lp = self.heads["a"].logprobs(H, masks)
+            act_lp = self.heads.logprobs("a", H, masks)
             word = self.first_word[active] + self.offset[active] + front - 1  # the front
             horizon = self.sentence_end[word] - self.offset[active]
             costs = self.moves.costs(states, handles, self.gold_heads, self.gold_start[active],
@@ -232,7 +240,7 @@ class Rollout:
             return ending
         gold = gold_end[shifted]
         mask = numpy.stack([numpy.ones(len(shifted), bool), end_legal[shifted]], axis=1)
-        predicted = self.heads["t"].logprobs(H[shifted], mask).argmax(axis=1) == 1
+        predicted = self.heads.logprobs("t", H[shifted], mask).argmax(axis=1) == 1
         choice = numpy.where(explore[shifted], predicted, gold) & end_legal[shifted]
         ending[shifted] = last[shifted] | choice
         learn = end_legal[shifted] | ~gold  # a gold end after a wrong tree may be illegal
@@ -250,14 +258,13 @@ class Rollout:
             if not len(rows):
                 continue
             block = spec.label_blocks[act]
-            lp = self.heads["l"].logprobs(H[rows], self.label_masks[kinds[rows, k]],
-                                          rows_lo=block * self.nL)
+            lp = self.heads.logprobs("l", H[rows], self.label_masks[kinds[rows, k]],
+                                     rows_lo=block * self.nL)
             label[rows] = lp.argmax(axis=1)
             gold = numpy.full(len(rows), -1, dtype="int64")
             for j, r in enumerate(rows):
                 i = active[r]
-                top = self.states.stack(int(handles[r]))[-1]
-                dep, head = (top, front[r]) if act == LEFT else (front[r], top)
+                dep, head = self.moves.arc(self.states, int(handles[r]), act, int(front[r]))
                 if self.gold_heads[self.gold_start[i] + dep] == head:
                     gold[j] = self.chunks[i].gold_labels[self.offset[i] + dep]
             is_gold = (gold >= 0) & self.label_masks[kinds[rows, k], numpy.maximum(gold, 0)]
@@ -277,17 +284,16 @@ class Rollout:
         pieces = []
         if self.actions:
             ids, masks, zero = (numpy.concatenate(parts) for parts in zip(*self.actions))
-            pieces.append((ids, heads["a"].score(history.means[ids], masks, zero)))
+            pieces.append((ids, heads.score("a", history.means[ids], masks, zero)))
         for ids, kinds, block, gold in self.labels:
-            pieces.append((ids, heads["l"].score(history.means[ids], self.label_masks[kinds],
-                                                 gold, rows_lo=block * self.nL)))
+            pieces.append((ids, heads.score("l", history.means[ids], self.label_masks[kinds],
+                                            gold, rows_lo=block * self.nL)))
         if self.ends:
             ids, end_legal, target = (numpy.concatenate(parts) for parts in zip(*self.ends))
             mask = numpy.stack([numpy.ones(len(ids), bool), end_legal], axis=1)
-            pieces.append((ids, heads["t"].score(history.means[ids], mask, target)))
+            pieces.append((ids, heads.score("t", history.means[ids], mask, target)))
         for ids, (lp, backprop) in pieces:
             total -= float(lp.sum())
             d_means[ids] += backprop(-numpy.ones(len(lp), dtype=d_means.dtype))
-        for head in heads.values():
-            head.flush()
+        heads.flush()
         return total, d_means

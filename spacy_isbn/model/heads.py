@@ -1,0 +1,335 @@
+"""The decisions of an ISBN step, :class:`Heads`: the five softmax heads
+over a state's means (action, label, tag with END, bundle, form), their
+weights, Phi masks, label blocks and per-tag ranges in one object (as
+spaCy's ``ParserStepModel`` has one output layer).  Training (teacher
+forcing, exploration), the search, forced derivations and surprisal all
+ask it for log-probs, the log-probs of picked outcomes, the top labels and
+the gradients; mean field asks it for the decisions it observes
+(:class:`~.meanfield.Observed`).  Nothing else reads the head weights.
+
+The compiled kernels it calls (``picked_log_softmax``, ``masked_top_k``,
+``action_tag_logprobs``, ``picked_log_softmax2``) are the search's hot
+paths; the others are numpy over one product per head."""
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy
+from thinc.api import Model
+
+from ._kernels import action_tag_logprobs, masked_top_k, picked_log_softmax, picked_log_softmax2
+from .meanfield import Observed
+from .step import log_softmax, logsumexp, masked_log_softmax, row_products
+
+# head -> its weights and biases among the core's parameters
+HEAD_PARAMS = {"a": ("Wa", "ba"), "l": ("Wl", "bl"), "t": ("Wt", "bt"), "b": ("Wb", "bb"),
+               "f": ("Wf", "bf")}
+HEADS = tuple(HEAD_PARAMS)  # action, label, tag (+ END), bundle, form
+# the heads whose outcomes are a tag's range of their rows: bundles and word forms
+RANGED = {"b": "bundle_ranges", "f": "form_ranges"}
+
+
+class Heads:
+    """The decision heads of ``core`` (an ISBN layer): per head ``key``
+    (:data:`HEADS`) its rows ``W[key]``, ``b[key]``; the label blocks (each
+    labelled action's nL rows of the label head) and the label kinds'
+    masks; per tag its bundles' and forms' rows.  :meth:`score`'s
+    gradients are kept until :meth:`flush` adds them to the core."""
+
+    def __init__(self, core: Model):
+        self.core = core
+        self.W = {key: core.get_param(w) for key, (w, _) in HEAD_PARAMS.items()}
+        self.b = {key: core.get_param(b) for key, (_, b) in HEAD_PARAMS.items()}
+        self.nL, self.nT = core.get_dim("nL"), core.get_dim("nT")
+        attrs = core.attrs
+        self.label_masks = numpy.asarray(attrs["label_masks"], dtype=bool)
+        self.label_blocks = list(attrs["label_blocks"])
+        self.bundle_ranges, self.form_ranges = attrs["bundle_ranges"], attrs["form_ranges"]
+        self.ranges = {key: numpy.asarray(attrs[name], dtype="int64").reshape(-1, 2)
+                       for key, name in RANGED.items()}
+        # (kinds, labels) smoothing's offsets (:meth:`smoothed_labels`), None: none
+        offsets = attrs.get("label_offsets")
+        self.label_offsets = numpy.asarray(offsets) if offsets else None
+        self._grads: Dict[str, Tuple[numpy.ndarray, numpy.ndarray]] = {}
+        self._stacked: dict = {}  # the search's stacked weights, made on first use
+
+    # -- any head -----------------------------------------------------------------
+    def _rows(self, key: str, rows_lo, K):
+        if rows_lo is None:
+            return self.W[key], self.b[key]
+        return self.W[key][rows_lo: rows_lo + K], self.b[key][rows_lo: rows_lo + K]
+
+    def logprobs(self, key: str, H, mask, rows_lo=None) -> numpy.ndarray:
+        """(N, K) log-probs of head ``key`` over the outcomes ``mask`` (N, K)
+        allows; with ``rows_lo`` the head is rows ``rows_lo:rows_lo+K`` (a
+        contiguous Phi range, e.g. a label block)."""
+        W, b = self._rows(key, rows_lo, mask.shape[1])
+        return masked_log_softmax(row_products(self.core.ops, H, W) + b, mask)
+
+    def picked(self, key: str, H, mask, targets, rows_lo=None, row_of=None) -> numpy.ndarray:
+        """The log-prob of each decision's target: decision i reads state
+        ``row_of[i]`` of ``H`` (default: state i), whose outcomes ``mask``
+        (a row per state) allows; each state's softmax once, compiled (the
+        search's arithmetic).  What scoring (no training) reads, the plain
+        forward and the shared one alike."""
+        W, b = self._rows(key, rows_lo, mask.shape[1])
+        logits = numpy.ascontiguousarray(row_products(self.core.ops, H, W) + b)
+        row_of = numpy.arange(len(H)) if row_of is None else row_of
+        out = numpy.empty(len(row_of), dtype=logits.dtype)
+        picked_log_softmax(logits, numpy.ascontiguousarray(mask.view("uint8")),
+                           numpy.ascontiguousarray(row_of, dtype="int64"),
+                           numpy.ascontiguousarray(targets, dtype="int64"), out)
+        return out
+
+    def ranged_picked(self, key: str, H, states, tags, targets) -> numpy.ndarray:
+        """The log-probs of bundle or form decisions (``key`` "b" or "f"),
+        whose outcomes are their tag's range of the head's rows (``targets``:
+        rows of W): decision i reads state ``states[i]`` of ``H``.  Each
+        distinct (state, tag)'s softmax once: per tag one product of its
+        states, then one compiled softmax and pick."""
+        ranges = self.ranges[key]
+        _, first, inverse = numpy.unique(tags * len(H) + states, return_index=True,
+                                         return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = numpy.argsort(inverse, kind="stable")  # decisions by (tag, state)
+        starts = numpy.concatenate([[0], numpy.cumsum(numpy.bincount(inverse,
+                                                                    minlength=len(first)))])
+        distinct_tags = tags[first]
+        runs = numpy.concatenate([[0], numpy.flatnonzero(numpy.diff(distinct_tags)) + 1,
+                                  [len(first)]])
+        out = numpy.empty(len(states), dtype=H.dtype)
+        for a, b in zip(runs[:-1], runs[1:]):  # one tag's distinct states
+            lo, hi = ranges[distinct_tags[a]]
+            mine = order[starts[a]: starts[b]]
+            logits = (row_products(self.core.ops, H[states[first[a:b]]], self.W[key][lo:hi])
+                      + self.b[key][lo:hi])
+            part = numpy.empty(len(mine), dtype=H.dtype)
+            picked_log_softmax(numpy.ascontiguousarray(logits), numpy.zeros((0, hi - lo), "uint8"),
+                               inverse[mine] - a, targets[mine] - lo, part)
+            out[mine] = part
+        return out
+
+    def score(self, key: str, H, mask, targets, rows_lo=None) -> Tuple[numpy.ndarray, Callable]:
+        """Log-prob of ``targets`` given states ``H`` (N, nH) and ``mask``
+        (N, K): one outcome per state (ints), or a set (bools (N, K), its
+        outcomes' probabilities summed: training with exploration's
+        zero-cost moves); and its backprop, to the means (the weights'
+        gradients kept for :meth:`flush`)."""
+        W, b = self._rows(key, rows_lo, mask.shape[1])
+        logp = masked_log_softmax(row_products(self.core.ops, H, W) + b, mask)
+        idx = numpy.arange(len(logp))
+        targets = numpy.asarray(targets)
+        if targets.dtype == bool:
+            in_set = numpy.where(targets, logp, -numpy.inf)
+            lp = logsumexp(in_set)
+            posterior = numpy.exp(in_set - lp[:, None])  # within the set
+        else:
+            lp = logp[idx, targets]
+            posterior = numpy.zeros_like(logp)
+            posterior[idx, targets] = 1.0
+
+        def backprop(d_lp: numpy.ndarray) -> numpy.ndarray:
+            # d log p(set) / d logits = p(. | set) - p
+            dlogits = (posterior - numpy.exp(logp)) * d_lp[:, None]
+            if key not in self._grads:
+                self._grads[key] = (numpy.zeros_like(self.W[key]), numpy.zeros_like(self.b[key]))
+            dW, db = self._grads[key]
+            lo = 0 if rows_lo is None else rows_lo
+            dW[lo: lo + W.shape[0]] += dlogits.T @ H
+            db[lo: lo + W.shape[0]] += dlogits.sum(axis=0)
+            return dlogits @ W
+
+        return lp, backprop
+
+    def zero_grads(self) -> Dict[str, numpy.ndarray]:
+        """Zeros per head parameter, by name (mean field's backward adds to them)."""
+        return {name: numpy.zeros_like(getattr(self, kind)[key])
+                for key, names in HEAD_PARAMS.items() for name, kind in zip(names, "Wb")}
+
+    def flush(self, grads: Optional[Dict[str, numpy.ndarray]] = None) -> None:
+        """Add :meth:`score`'s gradients to the core's (then forget them), or
+        ``grads``, head parameters' gradients by name (:meth:`zero_grads`)."""
+        if grads is not None:
+            for names in HEAD_PARAMS.values():
+                for name in names:
+                    self.core.inc_grad(name, self.core.ops.asarray(grads[name]))
+            return
+        for key, (dW, db) in self._grads.items():
+            W_name, b_name = HEAD_PARAMS[key]
+            self.core.inc_grad(W_name, self.core.ops.asarray(dW))
+            self.core.inc_grad(b_name, self.core.ops.asarray(db))
+        self._grads = {}
+
+    # -- what mean field observes ---------------------------------------------------
+    def observed_actions(self, rows, masks, actions) -> List[Observed]:
+        return [Observed(rows, self.W["a"], self.b["a"], masks, actions, HEAD_PARAMS["a"])]
+
+    def observed_labels(self, rows, kinds, actions, labels) -> List[Observed]:
+        """Each labelled action reads its own block of nL label rows
+        (arc-eager: left arcs the first, right arcs the second), masked by
+        the label kind's mask."""
+        nL = self.nL
+        blocks = numpy.asarray(self.label_blocks, dtype="int64")[numpy.asarray(actions)]
+        kinds = numpy.asarray(kinds)
+        mask = numpy.zeros((len(rows), self.W["l"].shape[0]), dtype=bool)
+        for block in numpy.unique(blocks):  # a block's columns as one slice
+            at = numpy.flatnonzero(blocks == block)
+            mask[at, block * nL: (block + 1) * nL] = self.label_masks[kinds[at]]
+        return [Observed(rows, self.W["l"], self.b["l"], mask,
+                         numpy.asarray(labels) + blocks * nL, HEAD_PARAMS["l"])]
+
+    def observed_tags(self, rows, end_legal, tags) -> List[Observed]:
+        """Column nT is end of sentence."""
+        mask = numpy.ones((len(rows), self.nT + 1), dtype=bool)
+        mask[:, self.nT] = end_legal
+        return [Observed(rows, self.W["t"], self.b["t"], mask, tags, HEAD_PARAMS["t"])]
+
+    def observed_bundles(self, rows, tags, bundles) -> List[Observed]:
+        return self._observed_ranged("b", rows, tags, bundles)
+
+    def observed_forms(self, rows, tags, forms) -> List[Observed]:
+        return self._observed_ranged("f", rows, tags, forms)
+
+    def _observed_ranged(self, key: str, rows, tags, targets) -> List[Observed]:
+        """One group per tag: a tag's bundles (forms) are a contiguous range."""
+        rows, tags, targets = numpy.asarray(rows), numpy.asarray(tags), numpy.asarray(targets)
+        ranges = self.bundle_ranges if key == "b" else self.form_ranges
+        out = []
+        for tag in numpy.unique(tags):
+            sel = tags == tag
+            lo, hi = ranges[tag]
+            out.append(Observed(rows[sel], self.W[key][lo:hi], self.b[key][lo:hi], None,
+                                targets[sel] - lo, HEAD_PARAMS[key], lo))
+        return out
+
+    # -- labels -------------------------------------------------------------------------
+    def smoothed_labels(self, kinds, labels, lp: numpy.ndarray) -> numpy.ndarray:
+        """The scored log-probs ``lp`` of labels with the model's
+        ``label_offsets`` (kind, label) added: where the label was seen on
+        its kind of arc, log(1 - escape); elsewhere, where the masked softmax
+        gives -inf, the offset is the label's whole log-prob (see
+        :meth:`~spacy_isbn.transitions.lexicon.Lexicon.label_offsets`).  The
+        search's labels get the same (:meth:`top_labels`); training, whose
+        gold labels are all seen, needs none (a constant)."""
+        if self.label_offsets is None:
+            return lp
+        kinds, labels = numpy.asarray(kinds, "int64"), numpy.asarray(labels, "int64")
+        offset = self.label_offsets[kinds, labels]
+        seen = self.label_masks[kinds, labels]
+        return numpy.where(seen, lp + offset, offset).astype(lp.dtype)
+
+    def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:
+        """(N, nL) log-probs of the labels that follow ``action`` from each
+        state, masked by each row's label kind (smoothed where the model is:
+        then every label has its log-prob, those the kind never saw too)."""
+        kinds = numpy.asarray(kinds)
+        lp = self.logprobs("l", H, self.label_masks[kinds],
+                           rows_lo=self.label_blocks[action] * self.nL)
+        if self.label_offsets is None:
+            return lp
+        offsets = self.label_offsets[kinds]
+        return numpy.where(self.label_masks[kinds], lp + offsets, offsets)
+
+    def top_labels(self, H, action: int, kinds, k: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The ``k`` most likely labels after ``action`` from each state (best
+        first) and their log-probs, as :meth:`label_logprobs` gives them."""
+        if "label_masks" not in self._stacked:
+            self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, dtype="uint8")
+        lo = self.label_blocks[action] * self.nL
+        logits = (row_products(self.core.ops, H, self.W["l"][lo: lo + self.nL])
+                  + self.b["l"][lo: lo + self.nL])
+        top = numpy.empty((len(H), k), dtype="int64")
+        top_lp = numpy.empty((len(H), k))
+        masked_top_k(logits, self._stacked["label_masks"], numpy.asarray(kinds, "int32"), top,
+                     top_lp)
+        if self.label_offsets is not None:  # the seen labels' share, log(1 - escape)
+            top_lp += self.label_offsets[numpy.asarray(kinds, "int64")[:, None], top]
+        return top, top_lp
+
+    # -- a search step's decisions ------------------------------------------------------
+    def actions(self, H, masks) -> numpy.ndarray:
+        return self.logprobs("a", H, masks)
+
+    def step_logprobs(self, H, masks, allowed, floor, end_legal, kinds, actions: Sequence[int],
+                      k: int) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+        """Feed-forward, where every decision of a step reads its means ``H``:
+        the action log-probs (:meth:`actions` under ``masks``), the tags'
+        (:meth:`tag_logprobs`) and, per labelled action of ``actions`` (label
+        kinds ``kinds[:, i]``), the ``k`` best labels (:meth:`top_labels`,
+        ``(len(actions), N, k)``) of the rows where it is ``allowed`` and
+        scores above ``floor`` (-inf elsewhere).  The actions and tags in one
+        product and one compiled pass; the labels, most of the heads'
+        weights, only for those rows (on EWT dev about one labelled action
+        in two)."""
+        if "action_tag" not in self._stacked:
+            self._stacked["action_tag"] = (
+                numpy.ascontiguousarray(numpy.vstack([self.W["a"], self.W["t"]])),
+                numpy.concatenate([self.b["a"], self.b["t"]]))
+        W, b = self._stacked["action_tag"]
+        N, nA = len(H), len(self.W["a"])
+        logits = row_products(self.core.ops, H, W)
+        logits += b
+        act_lp = numpy.empty((N, nA), dtype=logits.dtype)
+        tag_lp = numpy.empty((N, self.nT + 1), dtype=logits.dtype)
+        action_tag_logprobs(logits, masks.view("uint8"), end_legal.view("uint8"), act_lp, tag_lp)
+        top = numpy.zeros((len(actions), N, k), dtype="int64")
+        top_lp = numpy.full((len(actions), N, k), -numpy.inf)
+        for a, action in enumerate(actions):
+            rows = numpy.flatnonzero(allowed[:, action] & (act_lp[:, action] > floor))
+            if len(rows):
+                top[a, rows], top_lp[a, rows] = self.top_labels(H[rows], action, kinds[rows, a], k)
+        return act_lp, tag_lp, top, top_lp
+
+    def tag_logprobs(self, H, end_legal) -> numpy.ndarray:
+        """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
+        mask = numpy.ones((len(H), self.nT + 1), dtype=bool)
+        mask[:, self.nT] = end_legal
+        return self.logprobs("t", H, mask)
+
+    def bundle_logprobs(self, H, tag: int) -> numpy.ndarray:
+        """(N, bundles of ``tag``) log P(bundle | state, tag); column k is
+        bundle ``bundle_ranges[tag][0] + k``."""
+        lo, hi = self.bundle_ranges[tag]
+        return log_softmax(row_products(self.core.ops, H, self.W["b"][lo:hi]) + self.b["b"][lo:hi])
+
+    def bundle_and_form(self, H, tag: int, bundles, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag),
+        and the second term alone (the lexical part of a word's log-prob):
+        both softmaxes from one product with the tag's stacked weights."""
+        if tag not in self._stacked:
+            (blo, bhi), (flo, fhi) = self.bundle_ranges[tag], self.form_ranges[tag]
+            self._stacked[tag] = (
+                numpy.ascontiguousarray(numpy.vstack([self.W["b"][blo:bhi],
+                                                      self.W["f"][flo:fhi]]).T),
+                numpy.concatenate([self.b["b"][blo:bhi], self.b["f"][flo:fhi]]), bhi - blo)
+        W, b, nb = self._stacked[tag]
+        logits = row_products(self.core.ops, H, W, trans2=False)
+        logits += b
+        out, form_lp = numpy.empty(len(H)), numpy.empty(len(H))
+        picked_log_softmax2(logits, nb, numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0],
+                            numpy.asarray(forms, "int64") - self.form_ranges[tag][0], out, form_lp)
+        return out, form_lp
+
+    def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
+        """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""
+        lo, hi = self.form_ranges[tag]
+        logits = row_products(self.core.ops, H, self.W["f"][lo:hi]) + self.b["f"][lo:hi]
+        return logits[numpy.arange(len(H)), numpy.asarray(forms) - lo] - logsumexp(logits)
+
+    def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:
+        """log P(tag, bundle_i, form_i | state_i) for N states that all
+        generate a word with the same ``tag``; ``tag_lp`` from :meth:`tag_logprobs`."""
+        rows = numpy.arange(len(H))
+        lo = self.bundle_ranges[tag][0]
+        bundle_lp = self.bundle_logprobs(H, tag)[rows, numpy.asarray(bundles) - lo]
+        return tag_lp[:, tag] + bundle_lp + self.form_logprobs(H, tag, forms)
+
+    def end(self, H, end_legal) -> numpy.ndarray:
+        """log P(end of sentence | state) (-inf where Phi forbids it)."""
+        return self.tag_logprobs(H, end_legal)[:, self.nT]
+
+    def word(self, H, end_legal: numpy.ndarray, tag: int, bundle: int, form: int) -> numpy.ndarray:
+        """log P(tag, bundle, form | state) of one word for N states; tag = nT means END."""
+        if tag == self.nT:
+            return self.end(H, end_legal)
+        n = len(H)
+        return self.continuation(H, self.tag_logprobs(H, end_legal), tag,
+                                 numpy.full(n, bundle), numpy.full(n, form))

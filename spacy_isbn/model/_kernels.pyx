@@ -265,6 +265,43 @@ def picked_log_softmax2(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1
                 second_out[i] = lp2
 
 
+def log_softmax_and_pick(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1] second,
+                         double[:, ::1] first_out, double[::1] second_out) -> None:
+    """first_out[i] = log_softmax(logits[i, :split]) and second_out[i] =
+    log_softmax(logits[i, split:])[second[i]]: with joint tagging, a tag's
+    bundle distribution (searched over) and its word's form (given)."""
+    cdef Py_ssize_t i, k, n = logits.shape[0], width = logits.shape[1]
+    cdef real m1, m2, s1, s2, lse1
+    cdef real* row
+    with nogil:
+        for i in range(n):
+            row = &logits[i, 0]
+            m1 = row[0]
+            for k in range(1, split):
+                m1 = row[k] if row[k] > m1 else m1
+            m2 = row[split]
+            for k in range(split + 1, width):
+                m2 = row[k] if row[k] > m2 else m2
+            s1 = 0
+            s2 = 0
+            if real is float:
+                for k in range(split):
+                    s1 += expf(row[k] - m1)
+                for k in range(split, width):
+                    s2 += expf(row[k] - m2)
+                lse1 = m1 + logf(s1)
+                second_out[i] = row[split + second[i]] - m2 - logf(s2)
+            else:
+                for k in range(split):
+                    s1 += exp(row[k] - m1)
+                for k in range(split, width):
+                    s2 += exp(row[k] - m2)
+                lse1 = m1 + log(s1)
+                second_out[i] = row[split + second[i]] - m2 - log(s2)
+            for k in range(split):
+                first_out[i, k] = row[k] - lse1
+
+
 cdef void _masked_top_k_row(const real* row, Py_ssize_t width, const unsigned char* allowed,
                             Py_ssize_t K, int64_t* top, double* top_lp) noexcept nogil:
     """One row of :func:`masked_top_k`: ``top``/``top_lp`` hold its ``K`` places."""

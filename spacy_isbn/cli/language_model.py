@@ -143,5 +143,6 @@ def surprisal_speed_cli(
     report = surprisal_speed(load_pipeline(model), split_file(test, "test"), words=words,
                              beam_width=beam_width, tag_top_k=tag_top_k)
     write_json(output, report)
-    print(f"{report['words']:,} words in {report['seconds']:.1f} s: "
-          f"{report['words_per_second']:.0f} words/s ({report['words_per_cpu_second']:.0f} per CPU second)")
+    row = report["rows"][0]
+    print(f"{row['words']:,} words in {row['seconds']:.1f} s: {row['words_per_second']:.0f} "
+          f"words/s ({row['words_per_cpu_second']:.0f} per CPU second)")

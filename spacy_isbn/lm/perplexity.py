@@ -214,11 +214,16 @@ def surprisal_speed(nlp: Language, test_path, *, words: int, beam_width: int = 1
               label_top_k=label_top_k)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {"test": project_path(test_path), "component": model.name,
-            "known_words": len(model.lexicon.tags_of_form), "sentences": len(sentences),
-            "words": n_words, "beam_width": beam_width, "tag_top_k": tag_top_k,
-            "label_top_k": label_top_k, "batch_size": batch_size, "seconds": wall,
-            "cpu_seconds": cpu, "words_per_second": n_words / wall,
-            "words_per_cpu_second": n_words / cpu}
+            "known_words": len(model.lexicon.tags_of_form),
+            "rows": [{"beam_width": beam_width, "sentences": len(sentences), "words": n_words,
+                      "seconds": wall, "words_per_second": n_words / wall, "cpu_seconds": cpu,
+                      "words_per_cpu_second": n_words / cpu}],
+            "settings": {"tag_top_k": tag_top_k, "label_top_k": label_top_k,
+                         "batch_size": batch_size},
+            "method": "word surprisal as isbn_surprisal computes it (joint tagging, each "
+                      "sentence alone), sentences searched in lockstep in batches; wall-clock "
+                      "time, and the process's CPU time (what other work on the machine "
+                      "does not change)"}
 
 
 def perplexity_markdown(report: Dict) -> str:

@@ -53,3 +53,17 @@ def tiny_examples(nlp):
         Example(make_doc(nlp.vocab, w, t, one_sentence=True), make_doc(nlp.vocab, w, t, h, d))
         for w, t, h, d in TINY_TREEBANK
     ]
+
+
+def fake_kenlm(directory, log10_per_sentence):
+    """Stand-ins for KenLM's lmplz (copies its input) and query (a fixed
+    log10 per sentence, in query's output format)."""
+    directory.mkdir()
+    (directory / "lmplz").write_text("#!/bin/sh\ncat\n")
+    (directory / "query").write_text(
+        "#!/bin/sh\necho 'Loading the LM will be faster if you build a binary file.'\n"
+        f"while read line; do echo \"$line=0 2 -0.5\tTotal: {log10_per_sentence} OOV: 0\"; done\n"
+        "echo 'Perplexity including OOVs:\t10'\n")
+    for name in ("lmplz", "query"):
+        (directory / name).chmod(0o755)
+    return directory

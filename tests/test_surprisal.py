@@ -13,7 +13,7 @@ from spacy_isbn.transitions.lexicon import N_SIGNATURES
 from spacy_isbn.pipes.base import DocWords
 from spacy_isbn.pipes.surprisal import surprisal_bits
 
-from .conftest import TINY_TREEBANK
+from .conftest import TINY_TREEBANK, fake_kenlm
 
 # templates that read tags, forms and labels only, so a forced derivation
 # with a doc's tags reads exactly what the joint search's rows hold
@@ -302,27 +302,13 @@ def test_n_gram_vocabulary_is_the_isbns(lm):
                                                                     parser.lexicon))
 
 
-def _fake_kenlm(directory, log10_per_sentence):
-    """Stand-ins for KenLM's lmplz (copies its input) and query (a fixed
-    log10 per sentence, in query's output format)."""
-    directory.mkdir()
-    (directory / "lmplz").write_text("#!/bin/sh\ncat\n")
-    (directory / "query").write_text(
-        "#!/bin/sh\necho 'Loading the LM will be faster if you build a binary file.'\n"
-        f"while read line; do echo \"$line=0 2 -0.5\tTotal: {log10_per_sentence} OOV: 0\"; done\n"
-        "echo 'Perplexity including OOVs:\t10'\n")
-    for name in ("lmplz", "query"):
-        (directory / name).chmod(0o755)
-    return directory
-
-
 def test_perplexity_report_counts_every_word_and_end(lm, tmp_path):
     from spacy_isbn.cli import main
 
     nlp, parser = lm
     nlp.to_disk(tmp_path / "model")
     (tmp_path / "test.conllu").write_text(CONLLU, encoding="utf-8")
-    kenlm = _fake_kenlm(tmp_path / "kenlm", -2.0)
+    kenlm = fake_kenlm(tmp_path / "kenlm", -2.0)
     main(["perplexity", str(tmp_path / "model"), str(tmp_path / "test.conllu"),
           str(tmp_path / "test.conllu"), str(tmp_path / "p.json"), "--beams", "2,50",
           "--kenlm", str(kenlm)])

@@ -227,42 +227,68 @@ def embed_scatter(const real[:, ::1] d_out, const int[:, ::1] ids, real[:, ::1] 
                     dst[k] += src[k]
 
 
+cdef inline real _exp(real x) noexcept nogil:
+    if real is float:
+        return expf(x)
+    return exp(x)
+
+
+cdef inline real _log(real x) noexcept nogil:
+    if real is float:
+        return logf(x)
+    return log(x)
+
+
+cdef inline void _two_lse(const real* row, Py_ssize_t split, Py_ssize_t width, real* lse1,
+                          real* lse2) noexcept nogil:
+    """The log-sum-exps of ``row[:split]`` and of ``row[split:width]``."""
+    cdef Py_ssize_t k
+    cdef real m1 = row[0], m2 = row[split], s1 = 0, s2 = 0
+    for k in range(1, split):
+        m1 = row[k] if row[k] > m1 else m1
+    for k in range(split + 1, width):
+        m2 = row[k] if row[k] > m2 else m2
+    for k in range(split):
+        s1 += _exp(row[k] - m1)
+    for k in range(split, width):
+        s2 += _exp(row[k] - m2)
+    lse1[0] = m1 + _log(s1)
+    lse2[0] = m2 + _log(s2)
+
+
 def picked_log_softmax2(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1] first,
                         const int64_t[::1] second, double[::1] out,
                         double[::1] second_out) -> None:
     """out[i] = log_softmax(logits[i, :split])[first[i]]
     + log_softmax(logits[i, split:])[second[i]], and ``second_out[i]`` the
     second term alone (a word's lexical part)."""
-    cdef Py_ssize_t i, k, n = logits.shape[0], width = logits.shape[1]
-    cdef real m1, m2, s1, s2, lp2
+    cdef Py_ssize_t i, n = logits.shape[0], width = logits.shape[1]
+    cdef real lse1, lse2, lp2
     cdef real* row
     with nogil:
         for i in range(n):
             row = &logits[i, 0]
-            m1 = row[0]
-            for k in range(1, split):
-                m1 = row[k] if row[k] > m1 else m1
-            m2 = row[split]
-            for k in range(split + 1, width):
-                m2 = row[k] if row[k] > m2 else m2
-            s1 = 0
-            s2 = 0
-            if real is float:
-                for k in range(split):
-                    s1 += expf(row[k] - m1)
-                for k in range(split, width):
-                    s2 += expf(row[k] - m2)
-                lp2 = row[split + second[i]] - m2 - logf(s2)
-                out[i] = (row[first[i]] - m1 - logf(s1)) + lp2
-                second_out[i] = lp2
-            else:
-                for k in range(split):
-                    s1 += exp(row[k] - m1)
-                for k in range(split, width):
-                    s2 += exp(row[k] - m2)
-                lp2 = row[split + second[i]] - m2 - log(s2)
-                out[i] = (row[first[i]] - m1 - log(s1)) + lp2
-                second_out[i] = lp2
+            _two_lse(row, split, width, &lse1, &lse2)
+            lp2 = row[split + second[i]] - lse2
+            out[i] = (row[first[i]] - lse1) + lp2
+            second_out[i] = lp2
+
+
+def log_softmax_and_pick(real[:, ::1] logits, Py_ssize_t split, const int64_t[::1] second,
+                         double[:, ::1] first_out, double[::1] second_out) -> None:
+    """first_out[i] = log_softmax(logits[i, :split]) and second_out[i] =
+    log_softmax(logits[i, split:])[second[i]]: with joint tagging, a tag's
+    bundle distribution (searched over) and its word's form (given)."""
+    cdef Py_ssize_t i, k, n = logits.shape[0], width = logits.shape[1]
+    cdef real lse1, lse2
+    cdef real* row
+    with nogil:
+        for i in range(n):
+            row = &logits[i, 0]
+            _two_lse(row, split, width, &lse1, &lse2)
+            second_out[i] = row[split + second[i]] - lse2
+            for k in range(split):
+                first_out[i, k] = row[k] - lse1
 
 
 cdef void _masked_top_k_row(const real* row, Py_ssize_t width, const unsigned char* allowed,

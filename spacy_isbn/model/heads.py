@@ -8,14 +8,15 @@ the gradients; mean field asks it for the decisions it observes
 (:class:`~.meanfield.Observed`).  Nothing else reads the head weights.
 
 The compiled kernels it calls (``picked_log_softmax``, ``masked_top_k``,
-``action_tag_logprobs``, ``picked_log_softmax2``) are the search's hot
-paths; the others are numpy over one product per head."""
+``action_tag_logprobs``, ``picked_log_softmax2``, ``log_softmax_and_pick``)
+are the search's hot paths; the others are numpy over one product per head."""
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from thinc.api import Model
 
-from ._kernels import action_tag_logprobs, masked_top_k, picked_log_softmax, picked_log_softmax2
+from ._kernels import (action_tag_logprobs, log_softmax_and_pick, masked_top_k, picked_log_softmax,
+                       picked_log_softmax2)
 from .meanfield import Observed
 from .step import log_softmax, logsumexp, masked_log_softmax, row_products
 
@@ -290,10 +291,9 @@ class Heads:
         lo, hi = self.bundle_ranges[tag]
         return log_softmax(row_products(self.core.ops, H, self.W["b"][lo:hi]) + self.b["b"][lo:hi])
 
-    def bundle_and_form(self, H, tag: int, bundles, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag),
-        and the second term alone (the lexical part of a word's log-prob):
-        both softmaxes from one product with the tag's stacked weights."""
+    def _word_logits(self, H, tag: int) -> Tuple[numpy.ndarray, int]:
+        """The logits of ``tag``'s bundles and then its forms, from one
+        product with the tag's stacked weights, and the number of bundles."""
         if tag not in self._stacked:
             (blo, bhi), (flo, fhi) = self.bundle_ranges[tag], self.form_ranges[tag]
             self._stacked[tag] = (
@@ -303,6 +303,23 @@ class Heads:
         W, b, nb = self._stacked[tag]
         logits = row_products(self.core.ops, H, W, trans2=False)
         logits += b
+        return logits, nb
+
+    def bundles_and_form(self, H, tag: int, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """(N, bundles of ``tag``) log P(bundle | state, tag), as
+        :meth:`bundle_logprobs`, and (N,) log P(form_i | state_i, tag), as
+        :meth:`form_logprobs`: joint tagging's word, from one product."""
+        logits, nb = self._word_logits(H, tag)
+        bundle_lp, form_lp = numpy.empty((len(H), nb)), numpy.empty(len(H))
+        log_softmax_and_pick(logits, nb, numpy.asarray(forms, "int64") - self.form_ranges[tag][0],
+                             bundle_lp, form_lp)
+        return bundle_lp, form_lp
+
+    def bundle_and_form(self, H, tag: int, bundles, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag),
+        and the second term alone (the lexical part of a word's log-prob):
+        both softmaxes from one product with the tag's stacked weights."""
+        logits, nb = self._word_logits(H, tag)
         out, form_lp = numpy.empty(len(H)), numpy.empty(len(H))
         picked_log_softmax2(logits, nb, numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0],
                             numpy.asarray(forms, "int64") - self.form_ranges[tag][0], out, form_lp)

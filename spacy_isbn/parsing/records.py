@@ -1,8 +1,8 @@
 """A corpus as numbered records, read lazily: plain text (one document per
 line, or per blank-line-separated paragraph), JSONL (a ``text`` field, or
-pre-tokenised ``words``; every other field kept as metadata) or CoNLL-U
-(gold words and sentences, tags where given); files, directories and globs,
-``.gz`` too, their text in Unicode NFC (UD's form of it).  A blank line
+pre-tokenised ``words``, with ``sent_starts`` where its sentences are given;
+every other field kept as metadata) or CoNLL-U (gold words and sentences,
+tags where given); files, directories and globs, ``.gz`` too, their text in Unicode NFC (UD's form of it).  A blank line
 (whitespace only) is no record, in text as in JSONL.  A record that cannot be parsed (invalid JSON, bytes that are not
 UTF-8, an empty or enormous document, a given word that CoNLL-U cannot hold:
 a tab or line break in it, whitespace at its ends) is a :class:`Reject` with
@@ -170,15 +170,19 @@ def _jsonl(path: Path, lines) -> Iterator[Item]:
             yield Reject(where, "not a JSON object", "not a JSON object")
             continue
         text, words = obj.pop("text", None), obj.pop("words", None)
-        spaces = obj.pop("spaces", None)
+        spaces, starts = obj.pop("spaces", None), obj.pop("sent_starts", None)
         if isinstance(text, str):
             yield Record(where, text=text, meta=obj)
         elif isinstance(words, list) and all(isinstance(w, str) and w for w in words):
             if spaces is not None and (not isinstance(spaces, list) or len(spaces) != len(words)):
                 yield Reject(where, "spaces must be a list as long as words", "bad spaces")
+            elif starts is not None and (not isinstance(starts, list) or len(starts) != len(words)
+                                         or not starts or starts[0] is not True):
+                yield Reject(where, "sent_starts must be a list as long as words, starting "
+                             "with true", "bad sent_starts")
             else:
                 yield Record(where, words=words, spaces=[bool(s) for s in spaces] if spaces else None,
-                             meta=obj)
+                             sent_starts=[bool(s) for s in starts] if starts else None, meta=obj)
         else:
             yield Reject(where, "no text (a string) and no words (a list of non-empty strings)",
                          "no text or words")

@@ -239,9 +239,10 @@ class StepScorer:
                 parts.append((pos[sel], lp, numpy.full(len(sel), tag), bundles[sel], ids[r[sel]],
                               form_lp))
                 continue
-            cand, cand_bundle, lp = self._bundles(step.heads.bundle_logprobs(H, tag), tag,
-                                                  bundles[sel], tag_lp[r[sel], tag])
-            form_lp = step.heads.form_logprobs(H, tag, forms[sel])[cand] + spells[sel][cand]
+            bundle_lp, form_lp = step.heads.bundles_and_form(H, tag, forms[sel])
+            cand, cand_bundle, lp = self._bundles(bundle_lp, tag, bundles[sel],
+                                                  tag_lp[r[sel], tag])
+            form_lp = form_lp[cand] + spells[sel][cand]
             lp += form_lp
             sel = sel[cand]
             parts.append((pos[sel], lp, numpy.full(len(cand), tag), cand_bundle, ids[r[sel]],

@@ -8,11 +8,12 @@ oracle, ``moves.costs``). This teaches it to recover from its own mistakes.
 How chunks, sentence ends and labels are handled: docs/design.md, "The data
 flow" (``explore_rate``).
 """
-from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
+from thinc.types import Floats2d
 
 from ..transitions.system import TransitionSystem
 from .features import vector_feature_ids
@@ -280,12 +281,10 @@ class Rollout:
         CPU (the transition states' code reads them)."""
         return self.ops.to_numpy(self.heads.logprobs(key, H, mask, rows_lo=rows_lo))
 
-    def loss(self) -> Tuple[float, numpy.ndarray]:
-        """The summed -log-prob of the zero-cost moves, the gold labels of
-        gold arcs and the sentence ends, and its gradient per state's means."""
-        history, heads, ops = self.history, self.heads, self.ops
-        d_means = ops.xp.zeros_like(history.means)
-        total = 0.0
+    def learned(self) -> List[Tuple[str, numpy.ndarray, numpy.ndarray, numpy.ndarray, Optional[int]]]:
+        """What the states are to learn, per head in one piece (labels: per
+        block): (head, state ids, Phi masks, targets, the head's first row or
+        None), numpy, as the transition states gave them."""
         pieces = []
         if self.actions:
             ids, masks, zero = (numpy.concatenate(parts) for parts in zip(*self.actions))
@@ -296,11 +295,19 @@ class Rollout:
             ids, end_legal, target = (numpy.concatenate(parts) for parts in zip(*self.ends))
             pieces.append(("t", ids, numpy.stack([numpy.ones(len(ids), bool), end_legal], axis=1),
                            target, None))
-        for key, ids, mask, target, rows_lo in pieces:
+        return pieces
+
+    def loss(self) -> Tuple[float, Floats2d]:
+        """The summed -log-prob of the zero-cost moves, the gold labels of
+        gold arcs and the sentence ends (:meth:`learned`), and its gradient
+        per state's means, on the core's ops."""
+        history, heads, ops = self.history, self.heads, self.ops
+        d_means = ops.xp.zeros_like(history.means)
+        total = 0.0
+        for key, ids, mask, target, rows_lo in self.learned():
             at = ops.asarray(ids)
             lp, backprop = heads.score(key, history.means[at], mask, target, rows_lo=rows_lo)
             total -= float(lp.sum())
             d_means[at] += backprop(ops.xp.full(len(lp), -1.0, dtype=d_means.dtype))
         heads.flush()
         return total, d_means
-

@@ -22,7 +22,7 @@ import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Linear, Maxout, Model, Ops, get_array_module
-from thinc.types import Floats1d, Floats2d
+from thinc.types import Floats1d, Floats2d, Ints1d
 
 from ..transitions.arc_eager import ARC_EAGER, parse_templates
 from . import meanfield
@@ -149,7 +149,13 @@ def project_tokens(model: Model, docs: Sequence[Doc], is_train: bool = False):
         d_flat = bp_projected(ops.asarray(d_out, dtype=projected.dtype).reshape(projected.shape))
         return bp_vectors(ops.unflatten(d_flat, lengths))
 
-    return out, numpy.cumsum([0] + lengths) * A, backprop
+    return out, token_rows(lengths, A), backprop
+
+
+def token_rows(lengths: Sequence[int], n_templates: int) -> numpy.ndarray:
+    """Each doc's first row among the projected vectors (CPU offsets), and
+    one past the last."""
+    return numpy.cumsum([0] + list(lengths)) * n_templates
 
 
 def conditional_forward(model: Model, inputs, is_train: bool):
@@ -403,9 +409,9 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
     # the means of all states, row b * T + t; a step links to earlier rows
     Hs_flat = ops.alloc2f(B * T, nH, dtype=dtype)
     Hs = Hs_flat.reshape(B, T, nH)
-    flat_src = ops.asarray2i(numpy.where(batch.src >= 0, numpy.arange(B)[:, None, None] * T
-                                         + batch.src, -1))
-    feats = ops.asarray2i(feats)
+    src = ops.asarray(batch.src, dtype="int32")
+    flat_src = xp.where(src >= 0, xp.arange(B, dtype="int32")[:, None, None] * T + src, -1)
+    feats = ops.asarray(feats, dtype="int32")
     step_backprops: List[Callable] = []
     heads = Heads(model)
     positions = _decision_positions(batch)
@@ -413,7 +419,7 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
     # (feed-forward) or those before the decision (mean field)
     M = {key: Hs for key in HEADS}
     if meanfield_on:
-        M = {key: numpy.zeros_like(Hs) for key in HEADS}
+        M = {key: xp.zeros_like(Hs) for key in HEADS}
     tapes: List[list] = [[] for _ in range(T)]
     # dropout keeps each mean with prob 1 - p, scaled by 1 / (1 - p); the
     # sigmoid's derivative (for the backward pass) is of the kept ones
@@ -433,23 +439,15 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
     Hs *= valid
 
     group_of, ll = output_groups(batch, dtype, ops)
-    pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
     if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
-        for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
-            lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
-            if key == "l":
-                lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
-            numpy.add.at(ll, group_of[key][sel], lp)
-        for key, (b, t), tags, targets in ranged_decisions(batch):
-            numpy.add.at(ll, group_of[key][b, t], heads.ranged_picked(
-                key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
-    else:
-        for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch):
-            at = tuple(ops.asarray(i) for i in sel)
-            lp, bp = heads.score(key, M[key][at], mask, ob.target, rows_lo=rows_lo)
-            sents = ops.asarray(group_of[key][sel])
-            ops.scatter_add(ll, sents, lp)
-            pieces.append((key, at, sents, bp))
+        return _picked_scores(heads, batch, M, group_of, ll), None
+    pieces: List[Tuple[str, tuple, Ints1d, Callable]] = []
+    for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch):
+        at = tuple(ops.asarray(i) for i in sel)
+        lp, bp = heads.score(key, M[key][at], mask, ob.target, rows_lo=rows_lo)
+        sents = ops.asarray(group_of[key][sel])
+        ops.scatter_add(ll, sents, lp)
+        pieces.append((key, at, sents, bp))
 
     def backprop(d_ll: Floats1d):
         d_ll = ops.asarray(d_ll, dtype=dtype)
@@ -457,7 +455,7 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
         dHs = dHs_flat.reshape(B, T, nH)
         dM = {key: dHs for key in HEADS}
         if meanfield_on:
-            dM = {key: numpy.zeros_like(Hs) for key in HEADS}
+            dM = {key: xp.zeros_like(Hs) for key in HEADS}
         for key, at, sents, bp in pieces:
             dM[key][at] += bp(d_ll[sents])  # (b, t) pairs are unique within a piece
         heads.flush()
@@ -476,6 +474,21 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
         return flush_table_gradient(model, d_table)
 
     return ll, backprop
+
+
+def _picked_scores(heads: Heads, batch: DerivationBatch, M: dict, group_of: dict, ll):
+    """Scoring (no training) on the CPU: every decision's log-prob, from the
+    compiled softmaxes the shared forward reads too, added to ``ll``."""
+    B, T, nH = M["a"].shape
+    for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
+        lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
+        if key == "l":
+            lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
+        numpy.add.at(ll, group_of[key][sel], lp)
+    for key, (b, t), tags, targets in ranged_decisions(batch):
+        numpy.add.at(ll, group_of[key][b, t], heads.ranged_picked(
+            key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
+    return ll
 
 
 def _meanfield_step(heads: Heads, batch: DerivationBatch, t: int, positions: dict, pre,

@@ -54,6 +54,19 @@ def test_teacher_forcing_on_ops_gives_the_compiled_losses_and_gradients(latent_e
     numpy.testing.assert_array_equal(scored_ops, scored)
 
 
+def test_mean_field_trains_on_the_cpu_only_and_scores_anywhere():
+    """Its re-estimation is numpy code: other ops refuse to train it, and
+    score it through the host copy."""
+    model, _, _, _, derivs = _setup()
+    model.attrs.update(approximation="meanfield", iterations=2)
+    batch = DerivationBatch.from_derivations(derivs)
+    scored = model(batch, is_train=False)[0]
+    model.ops = Ops()
+    with pytest.raises(ValueError, match="CPU only"):
+        model(batch, is_train=True)
+    numpy.testing.assert_array_equal(model(batch, is_train=False)[0], scored)
+
+
 def _conditional(core_ops, explore_rate=0.0):
     fix_random_seed(0)
     nlp, parser, egs = _parser(explore_rate=explore_rate)
@@ -128,8 +141,8 @@ OPS_PATH = [isbn._forward, isbn.conditional_forward, isbn.project_tokens,
 
 
 # numpy arrays the ops path hands the CPU on purpose: History's state ids,
-# which the transition states keep
-CPU_OUTPUTS = {step.History: {"arange"}}
+# which the transition states keep, and the docs' offsets among the vectors
+CPU_OUTPUTS = {step.History: {"arange"}, isbn.project_tokens: {"cumsum"}}
 
 
 @pytest.mark.parametrize("function", OPS_PATH, ids=lambda f: f.__qualname__)

@@ -149,13 +149,7 @@ def project_tokens(model: Model, docs: Sequence[Doc], is_train: bool = False):
         d_flat = bp_projected(ops.asarray(d_out, dtype=projected.dtype).reshape(projected.shape))
         return bp_vectors(ops.unflatten(d_flat, lengths))
 
-    return out, token_rows(lengths, A), backprop
-
-
-def token_rows(lengths: Sequence[int], n_templates: int) -> numpy.ndarray:
-    """Each doc's first row among the projected vectors (CPU offsets), and
-    one past the last."""
-    return numpy.cumsum([0] + list(lengths)) * n_templates
+    return out, numpy.cumsum([0] + lengths) * A, backprop
 
 
 def conditional_forward(model: Model, inputs, is_train: bool):

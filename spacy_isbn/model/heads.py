@@ -7,9 +7,12 @@ ask it for log-probs, the log-probs of picked outcomes, the top labels and
 the gradients; mean field asks it for the decisions it observes
 (:class:`~.meanfield.Observed`).  Nothing else reads the head weights.
 
-The compiled kernels it calls (``picked_log_softmax``, ``masked_top_k``,
-``action_tag_logprobs``, ``picked_log_softmax2``, ``log_softmax_and_pick``)
-are the search's hot paths; the others are numpy over one product per head."""
+Training's methods (:meth:`Heads.score`, :meth:`Heads.logprobs`, the
+gradients) run on the core's ops, on any device.  The search's (the
+compiled kernels ``picked_log_softmax``, ``masked_top_k``,
+``action_tag_logprobs``, ``picked_log_softmax2``, ``log_softmax_and_pick``:
+its hot paths) run on the CPU: the search gives them a core read through
+:func:`.step.on_host`."""
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy

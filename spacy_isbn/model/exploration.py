@@ -8,11 +8,12 @@ oracle, ``moves.costs``). This teaches it to recover from its own mistakes.
 How chunks, sentence ends and labels are handled: docs/design.md, "The data
 flow" (``explore_rate``).
 """
-from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
+from thinc.types import Floats2d
 
 from ..transitions.system import TransitionSystem
 from .features import vector_feature_ids
@@ -130,7 +131,7 @@ class Rollout:
         self.states, self.chunks, self.history = states, chunks, history
         self.moves, self.core = moves, core
         self.explore_rate, self.rng = explore_rate, rng
-        self.heads = Heads(core)
+        self.heads, self.ops = Heads(core), core.ops
         self.label_masks, self.nL = self.heads.label_masks, self.heads.nL
         B = len(chunks)
         self.n = numpy.array([c.n for c in chunks], dtype="int64")
@@ -202,9 +203,9 @@ class Rollout:
                                        self.tok_base[active] + self.offset[active],
                                        self.tok_end[active])
             ids = history.step(src, feats)
-            H = history.means[ids]
+            H = history.means[ids[0]:]  # the step's states (the history's last rows)
             masks, allowed, end_legal = masks.view(bool), allowed.view(bool), end_legal.view(bool)
-            act_lp = self.heads.logprobs("a", H, masks)
+            act_lp = self._decide("a", H, masks)
             word = self.first_word[active] + self.offset[active] + front - 1  # the front
             horizon = self.sentence_end[word] - self.offset[active]
             costs = self.moves.costs(states, handles, self.gold_heads, self.gold_start[active],
@@ -240,7 +241,7 @@ class Rollout:
             return ending
         gold = gold_end[shifted]
         mask = numpy.stack([numpy.ones(len(shifted), bool), end_legal[shifted]], axis=1)
-        predicted = self.heads.logprobs("t", H[shifted], mask).argmax(axis=1) == 1
+        predicted = self._decide("t", H[self.ops.asarray(shifted)], mask).argmax(axis=1) == 1
         choice = numpy.where(explore[shifted], predicted, gold) & end_legal[shifted]
         ending[shifted] = last[shifted] | choice
         learn = end_legal[shifted] | ~gold  # a gold end after a wrong tree may be illegal
@@ -258,8 +259,8 @@ class Rollout:
             if not len(rows):
                 continue
             block = spec.label_blocks[act]
-            lp = self.heads.logprobs("l", H[rows], self.label_masks[kinds[rows, k]],
-                                     rows_lo=block * self.nL)
+            lp = self._decide("l", H[self.ops.asarray(rows)], self.label_masks[kinds[rows, k]],
+                              rows_lo=block * self.nL)
             label[rows] = lp.argmax(axis=1)
             gold = numpy.full(len(rows), -1, dtype="int64")
             for j, r in enumerate(rows):
@@ -275,25 +276,38 @@ class Rollout:
             label[rows[follow_gold]] = gold[follow_gold]
         return label
 
-    def loss(self) -> Tuple[float, numpy.ndarray]:
-        """The summed -log-prob of the zero-cost moves, the gold labels of
-        gold arcs and the sentence ends, and its gradient per state's means."""
-        history, heads = self.history, self.heads
-        d_means = numpy.zeros_like(history.means)
-        total = 0.0
+    def _decide(self, key: str, H, mask, rows_lo=None) -> numpy.ndarray:
+        """The log-probs of head ``key`` the configurations follow, on the
+        CPU (the transition states' code reads them)."""
+        return self.ops.to_numpy(self.heads.logprobs(key, H, mask, rows_lo=rows_lo))
+
+    def learned(self) -> List[Tuple[str, numpy.ndarray, numpy.ndarray, numpy.ndarray, Optional[int]]]:
+        """What the states are to learn, per head in one piece (labels: per
+        block): (head, state ids, Phi masks, targets, the head's first row or
+        None), numpy, as the transition states gave them."""
         pieces = []
         if self.actions:
             ids, masks, zero = (numpy.concatenate(parts) for parts in zip(*self.actions))
-            pieces.append((ids, heads.score("a", history.means[ids], masks, zero)))
+            pieces.append(("a", ids, masks, zero, None))
         for ids, kinds, block, gold in self.labels:
-            pieces.append((ids, heads.score("l", history.means[ids], self.label_masks[kinds],
-                                            gold, rows_lo=block * self.nL)))
+            pieces.append(("l", ids, self.label_masks[kinds], gold, block * self.nL))
         if self.ends:
             ids, end_legal, target = (numpy.concatenate(parts) for parts in zip(*self.ends))
-            mask = numpy.stack([numpy.ones(len(ids), bool), end_legal], axis=1)
-            pieces.append((ids, heads.score("t", history.means[ids], mask, target)))
-        for ids, (lp, backprop) in pieces:
+            pieces.append(("t", ids, numpy.stack([numpy.ones(len(ids), bool), end_legal], axis=1),
+                           target, None))
+        return pieces
+
+    def loss(self) -> Tuple[float, Floats2d]:
+        """The summed -log-prob of the zero-cost moves, the gold labels of
+        gold arcs and the sentence ends (:meth:`learned`), and its gradient
+        per state's means, on the core's ops."""
+        history, heads, ops = self.history, self.heads, self.ops
+        d_means = ops.xp.zeros_like(history.means)
+        total = 0.0
+        for key, ids, mask, target, rows_lo in self.learned():
+            at = ops.asarray(ids)
+            lp, backprop = heads.score(key, history.means[at], mask, target, rows_lo=rows_lo)
             total -= float(lp.sum())
-            d_means[ids] += backprop(-numpy.ones(len(lp), dtype=d_means.dtype))
+            d_means[at] += backprop(ops.xp.full(len(lp), -1.0, dtype=d_means.dtype))
         heads.flush()
         return total, d_means

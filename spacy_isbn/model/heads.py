@@ -7,18 +7,22 @@ ask it for log-probs, the log-probs of picked outcomes, the top labels and
 the gradients; mean field asks it for the decisions it observes
 (:class:`~.meanfield.Observed`).  Nothing else reads the head weights.
 
-The compiled kernels it calls (``picked_log_softmax``, ``masked_top_k``,
-``action_tag_logprobs``, ``picked_log_softmax2``, ``log_softmax_and_pick``)
-are the search's hot paths; the others are numpy over one product per head."""
+Training's methods (:meth:`Heads.score`, :meth:`Heads.logprobs`, the
+gradients) run on the core's ops, on any device.  The search's (the
+compiled kernels ``picked_log_softmax``, ``masked_top_k``,
+``action_tag_logprobs``, ``picked_log_softmax2``, ``log_softmax_and_pick``:
+its hot paths) run on the CPU: the search gives them a core read through
+:func:`.step.on_host`."""
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from thinc.api import Model
+from thinc.types import Floats1d, Floats2d
 
 from ._kernels import (action_tag_logprobs, log_softmax_and_pick, masked_top_k, picked_log_softmax,
                        picked_log_softmax2)
 from .meanfield import Observed
-from .step import log_softmax, logsumexp, masked_log_softmax, row_products
+from .step import gemm, log_softmax, logsumexp, masked_log_softmax, row_products
 
 # head -> its weights and biases among the core's parameters
 HEAD_PARAMS = {"a": ("Wa", "ba"), "l": ("Wl", "bl"), "t": ("Wt", "bt"), "b": ("Wb", "bb"),
@@ -36,7 +40,9 @@ class Heads:
     gradients are kept until :meth:`flush` adds them to the core."""
 
     def __init__(self, core: Model):
-        self.core = core
+        """``core``: the model (its ops' arrays: training) or what
+        :func:`~.step.on_host` gives (numpy: the compiled search's methods)."""
+        self.core, self.ops = core, core.ops
         self.W = {key: core.get_param(w) for key, (w, _) in HEAD_PARAMS.items()}
         self.b = {key: core.get_param(b) for key, (_, b) in HEAD_PARAMS.items()}
         self.nL, self.nT = core.get_dim("nL"), core.get_dim("nT")
@@ -63,7 +69,7 @@ class Heads:
         allows; with ``rows_lo`` the head is rows ``rows_lo:rows_lo+K`` (a
         contiguous Phi range, e.g. a label block)."""
         W, b = self._rows(key, rows_lo, mask.shape[1])
-        return masked_log_softmax(row_products(self.core.ops, H, W) + b, mask)
+        return masked_log_softmax(row_products(self.ops, H, W) + b, self.ops.asarray(mask))
 
     def picked(self, key: str, H, mask, targets, rows_lo=None, row_of=None) -> numpy.ndarray:
         """The log-prob of each decision's target: decision i reads state
@@ -72,7 +78,7 @@ class Heads:
         search's arithmetic).  What scoring (no training) reads, the plain
         forward and the shared one alike."""
         W, b = self._rows(key, rows_lo, mask.shape[1])
-        logits = numpy.ascontiguousarray(row_products(self.core.ops, H, W) + b)
+        logits = numpy.ascontiguousarray(row_products(self.ops, H, W) + b)
         row_of = numpy.arange(len(H)) if row_of is None else row_of
         out = numpy.empty(len(row_of), dtype=logits.dtype)
         picked_log_softmax(logits, numpy.ascontiguousarray(mask.view("uint8")),
@@ -100,7 +106,7 @@ class Heads:
         for a, b in zip(runs[:-1], runs[1:]):  # one tag's distinct states
             lo, hi = ranges[distinct_tags[a]]
             mine = order[starts[a]: starts[b]]
-            logits = (row_products(self.core.ops, H[states[first[a:b]]], self.W[key][lo:hi])
+            logits = (row_products(self.ops, H[states[first[a:b]]], self.W[key][lo:hi])
                       + self.b[key][lo:hi])
             part = numpy.empty(len(mine), dtype=H.dtype)
             picked_log_softmax(numpy.ascontiguousarray(logits), numpy.zeros((0, hi - lo), "uint8"),
@@ -108,55 +114,57 @@ class Heads:
             out[mine] = part
         return out
 
-    def score(self, key: str, H, mask, targets, rows_lo=None) -> Tuple[numpy.ndarray, Callable]:
+    def score(self, key: str, H, mask, targets, rows_lo=None) -> Tuple[Floats1d, Callable]:
         """Log-prob of ``targets`` given states ``H`` (N, nH) and ``mask``
         (N, K): one outcome per state (ints), or a set (bools (N, K), its
         outcomes' probabilities summed: training with exploration's
         zero-cost moves); and its backprop, to the means (the weights'
-        gradients kept for :meth:`flush`)."""
+        gradients kept for :meth:`flush`).  On the core's ops; ``mask``
+        and ``targets`` may be numpy."""
+        ops, xp = self.ops, self.ops.xp
         W, b = self._rows(key, rows_lo, mask.shape[1])
-        logp = masked_log_softmax(row_products(self.core.ops, H, W) + b, mask)
-        idx = numpy.arange(len(logp))
-        targets = numpy.asarray(targets)
+        logp = masked_log_softmax(row_products(ops, H, W) + b, ops.asarray(mask))
+        idx = xp.arange(len(logp))
+        targets = ops.asarray(targets)
         if targets.dtype == bool:
-            in_set = numpy.where(targets, logp, -numpy.inf)
+            in_set = xp.where(targets, logp, -xp.inf)
             lp = logsumexp(in_set)
-            posterior = numpy.exp(in_set - lp[:, None])  # within the set
+            posterior = xp.exp(in_set - lp[:, None])  # within the set
         else:
             lp = logp[idx, targets]
-            posterior = numpy.zeros_like(logp)
+            posterior = xp.zeros_like(logp)
             posterior[idx, targets] = 1.0
 
-        def backprop(d_lp: numpy.ndarray) -> numpy.ndarray:
+        def backprop(d_lp: Floats1d) -> Floats2d:
             # d log p(set) / d logits = p(. | set) - p
-            dlogits = (posterior - numpy.exp(logp)) * d_lp[:, None]
+            dlogits = (posterior - xp.exp(logp)) * d_lp[:, None]
             if key not in self._grads:
-                self._grads[key] = (numpy.zeros_like(self.W[key]), numpy.zeros_like(self.b[key]))
+                self._grads[key] = (xp.zeros_like(self.W[key]), xp.zeros_like(self.b[key]))
             dW, db = self._grads[key]
             lo = 0 if rows_lo is None else rows_lo
-            dW[lo: lo + W.shape[0]] += dlogits.T @ H
+            dW[lo: lo + W.shape[0]] += gemm(ops, dlogits, H, trans1=True)
             db[lo: lo + W.shape[0]] += dlogits.sum(axis=0)
-            return dlogits @ W
+            return gemm(ops, dlogits, W)
 
         return lp, backprop
 
-    def zero_grads(self) -> Dict[str, numpy.ndarray]:
+    def zero_grads(self) -> Dict[str, Floats2d]:
         """Zeros per head parameter, by name (mean field's backward adds to them)."""
-        return {name: numpy.zeros_like(getattr(self, kind)[key])
+        return {name: self.ops.xp.zeros_like(getattr(self, kind)[key])
                 for key, names in HEAD_PARAMS.items() for name, kind in zip(names, "Wb")}
 
-    def flush(self, grads: Optional[Dict[str, numpy.ndarray]] = None) -> None:
+    def flush(self, grads: Optional[Dict[str, Floats2d]] = None) -> None:
         """Add :meth:`score`'s gradients to the core's (then forget them), or
         ``grads``, head parameters' gradients by name (:meth:`zero_grads`)."""
         if grads is not None:
             for names in HEAD_PARAMS.values():
                 for name in names:
-                    self.core.inc_grad(name, self.core.ops.asarray(grads[name]))
+                    self.core.inc_grad(name, grads[name])
             return
         for key, (dW, db) in self._grads.items():
             W_name, b_name = HEAD_PARAMS[key]
-            self.core.inc_grad(W_name, self.core.ops.asarray(dW))
-            self.core.inc_grad(b_name, self.core.ops.asarray(db))
+            self.core.inc_grad(W_name, dW)
+            self.core.inc_grad(b_name, db)
         self._grads = {}
 
     # -- what mean field observes ---------------------------------------------------
@@ -235,7 +243,7 @@ class Heads:
         if "label_masks" not in self._stacked:
             self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, dtype="uint8")
         lo = self.label_blocks[action] * self.nL
-        logits = (row_products(self.core.ops, H, self.W["l"][lo: lo + self.nL])
+        logits = (row_products(self.ops, H, self.W["l"][lo: lo + self.nL])
                   + self.b["l"][lo: lo + self.nL])
         top = numpy.empty((len(H), k), dtype="int64")
         top_lp = numpy.empty((len(H), k))
@@ -266,7 +274,7 @@ class Heads:
                 numpy.concatenate([self.b["a"], self.b["t"]]))
         W, b = self._stacked["action_tag"]
         N, nA = len(H), len(self.W["a"])
-        logits = row_products(self.core.ops, H, W)
+        logits = row_products(self.ops, H, W)
         logits += b
         act_lp = numpy.empty((N, nA), dtype=logits.dtype)
         tag_lp = numpy.empty((N, self.nT + 1), dtype=logits.dtype)
@@ -289,7 +297,7 @@ class Heads:
         """(N, bundles of ``tag``) log P(bundle | state, tag); column k is
         bundle ``bundle_ranges[tag][0] + k``."""
         lo, hi = self.bundle_ranges[tag]
-        return log_softmax(row_products(self.core.ops, H, self.W["b"][lo:hi]) + self.b["b"][lo:hi])
+        return log_softmax(row_products(self.ops, H, self.W["b"][lo:hi]) + self.b["b"][lo:hi])
 
     def _word_logits(self, H, tag: int) -> Tuple[numpy.ndarray, int]:
         """The logits of ``tag``'s bundles and then its forms, from one
@@ -301,7 +309,7 @@ class Heads:
                                                       self.W["f"][flo:fhi]]).T),
                 numpy.concatenate([self.b["b"][blo:bhi], self.b["f"][flo:fhi]]), bhi - blo)
         W, b, nb = self._stacked[tag]
-        logits = row_products(self.core.ops, H, W, trans2=False)
+        logits = row_products(self.ops, H, W, trans2=False)
         logits += b
         return logits, nb
 
@@ -328,7 +336,7 @@ class Heads:
     def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
         """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""
         lo, hi = self.form_ranges[tag]
-        logits = row_products(self.core.ops, H, self.W["f"][lo:hi]) + self.b["f"][lo:hi]
+        logits = row_products(self.ops, H, self.W["f"][lo:hi]) + self.b["f"][lo:hi]
         return logits[numpy.arange(len(H)), numpy.asarray(forms) - lo] - logsumexp(logits)
 
     def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:

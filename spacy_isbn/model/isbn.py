@@ -15,13 +15,14 @@ derivation; the backward pass walks the steps in reverse and scatters the
 gradients back to the source states.  :class:`.search_step.SearchStep` gives the
 search the same computations one step at a time.
 """
+from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Linear, Maxout, Model, NumpyOps
-from thinc.types import Floats1d, Floats2d
+from thinc.api import Linear, Maxout, Model, Ops, get_array_module
+from thinc.types import Floats1d, Floats2d, Ints1d
 
 from ..transitions.arc_eager import ARC_EAGER, parse_templates
 from . import meanfield
@@ -29,8 +30,8 @@ from .batch import DerivationBatch
 from .features import vector_feature_ids
 from .meanfield import Observed
 from .heads import HEADS, Heads
-from .step import (Table, dropout_mask, embedding_table, flush_table_gradient, latent_step, means,
-                   scatter_to_sources)
+from .step import (NUMPY_OPS, Table, compiled, dropout_mask, embedding_table, flush_table_gradient,
+                   latent_step, means, on_host, scatter_to_sources)
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
 
@@ -130,23 +131,23 @@ def conditional_init(model: Model, X=None, Y=None) -> Model:
 
 
 def project_tokens(model: Model, docs: Sequence[Doc], is_train: bool = False):
-    """Per doc, the projected vectors of its tokens as numpy ``(tokens *
-    templates, nH)`` rows (token g, template a: row g * A + a), and with
-    ``is_train`` the backprop taking their gradients."""
+    """Per doc, the projected vectors of its tokens as ``(tokens *
+    templates, nH)`` rows of the model's ops (token g, template a: row
+    g * A + a), each doc's first row (numpy), and with ``is_train`` the
+    backprop taking their gradients."""
     tok2vec, projection = model.get_ref("tok2vec"), model.get_ref("projection")
-    nH = model.get_ref("core").get_dim("nH")
+    ops, nH = model.ops, model.get_ref("core").get_dim("nH")
     docs = list(docs)
     vectors, bp_vectors = tok2vec(docs, is_train)
     lengths = [len(v) for v in vectors]
-    flat = model.ops.flatten(vectors) if docs else model.ops.alloc2f(0, tok2vec.get_dim("nO"))
+    flat = ops.flatten(vectors) if docs else ops.alloc2f(0, tok2vec.get_dim("nO"))
     projected, bp_projected = projection(flat, is_train)
-    out = model.ops.to_numpy(projected).astype("float32", copy=False).reshape(-1, nH)
+    out = projected.reshape(-1, nH)
     A = projected.shape[1] // nH
 
-    def backprop(d_out: numpy.ndarray) -> List[Floats2d]:
-        d_flat = bp_projected(model.ops.asarray(d_out.reshape(projected.shape),
-                                                dtype=projected.dtype))
-        return bp_vectors(model.ops.unflatten(d_flat, lengths))
+    def backprop(d_out: Floats2d) -> List[Floats2d]:
+        d_flat = bp_projected(ops.asarray(d_out, dtype=projected.dtype).reshape(projected.shape))
+        return bp_vectors(ops.unflatten(d_flat, lengths))
 
     return out, numpy.cumsum([0] + lengths) * A, backprop
 
@@ -166,7 +167,7 @@ def conditional_forward(model: Model, inputs, is_train: bool):
         backprops.append(backprop)
 
     def backprop(d_lls: List[Floats1d]):
-        d_vectors = numpy.zeros_like(vectors)
+        d_vectors = model.ops.xp.zeros_like(vectors)
         for bp, d_ll in zip(backprops, d_lls):
             d_vectors += bp(d_ll)
         bp_vectors(d_vectors)
@@ -177,16 +178,13 @@ def conditional_forward(model: Model, inputs, is_train: bool):
 
 def _build_core(hidden_width: int, features: str, latent_edges: bool, approximation: str,
                 init_scale: float, iterations: int, objective: str, dropout: float = 0.0) -> Model[DerivationBatch, Floats1d]:
-    """The ISBN layer.  Its parameters stay on the CPU (NumpyOps) whatever
-    the current ops: the lockstep steps and the search are CPU work, while a
-    tok2vec and the projection feeding a conditional model may run on a GPU
-    (``spacy train --gpu-id 0``); thinc's optimizer updates each parameter
-    with the ops of its own array."""
+    """The ISBN layer, on the current ops: with ``spacy train --gpu-id 0``
+    it trains on CuPy (:func:`forward`'s ops paths); the search and tree
+    scoring read its parameters on the CPU (:func:`.step.on_host`)."""
     return Model(
         "isbn",
         forward,
         init=init,
-        ops=NumpyOps(),
         dims={"nH": hidden_width, "nF": None, "nL": None, "nT": None, "nB": None, "nV": None,
               "nA": ARC_EAGER.n_actions, "nR": ARC_EAGER.n_relations,
               "nK": len(ARC_EAGER.labelled_actions)},
@@ -251,7 +249,7 @@ def negative_log_likelihood(ll, n_words: int, per_word: bool) -> Tuple[float, nu
     ``per_word`` that sum divided by the batch's ``n_words`` (the generative
     model, which reads no shared encoder)."""
     scale = 1.0 / max(1, n_words) if per_word else 1.0
-    return float(-ll.sum() * scale), numpy.full(ll.shape, -scale, dtype="float32")
+    return float(-ll.sum() * scale), get_array_module(ll).full(ll.shape, -scale, dtype="float32")
 
 
 SOFTMAX_HEADS = ("a", "l", "t")  # one softmax (masked by Phi) over all the head's rows
@@ -358,9 +356,10 @@ def ranged_decisions(batch: DerivationBatch):
                    getattr(batch, target)[b, t].astype("int64"))
 
 
-def output_groups(batch: DerivationBatch, dtype) -> Tuple[dict, numpy.ndarray]:
+def output_groups(batch: DerivationBatch, dtype, ops: Ops = NUMPY_OPS) -> Tuple[dict, Floats1d]:
     """head -> (B, T) the output each state's decision adds to
-    (``batch.groups``; default: its derivation's), and the outputs, zeros."""
+    (``batch.groups``; default: its derivation's; numpy), and the outputs,
+    zeros of ``ops``."""
     B, T = batch.valid.shape
     group_of = batch.groups
     if group_of is None:
@@ -368,22 +367,45 @@ def output_groups(batch: DerivationBatch, dtype) -> Tuple[dict, numpy.ndarray]:
     if not isinstance(group_of, dict):
         group_of = {key: group_of for key in HEADS}
     n = max([int(g.max()) + 1 for g in group_of.values() if g.size] or [0])
-    return group_of, numpy.zeros((n,), dtype=dtype)
+    return group_of, ops.alloc1f(n, dtype=dtype)
 
 
 def forward(model: Model, batch: DerivationBatch, is_train: bool):
+    """Training (``is_train``): the teacher-forced pass on the core's ops
+    (feed-forward on any device, mean field on the CPU's); scoring: the
+    compiled softmaxes on the CPU (:func:`.step.on_host`)."""
+    if not compiled(model.ops):
+        if not is_train:
+            return _forward(on_host(model), batch_on_host(model.ops, batch), False)
+        if model.attrs["approximation"] == "meanfield":
+            raise ValueError("approximation='meanfield' trains on the CPU only: its "
+                             "re-estimation is numpy code (train without --gpu-id)")
+    return _forward(model, batch, is_train)
+
+
+def batch_on_host(ops: Ops, batch: DerivationBatch) -> DerivationBatch:
+    """``batch`` with its token vectors and context means as numpy arrays."""
+    return replace(batch, **{name: ops.to_numpy(getattr(batch, name))
+                             for name in ("vectors", "context")
+                             if getattr(batch, name) is not None})
+
+
+def _forward(model: Model, batch: DerivationBatch, is_train: bool):
+    ops, xp = model.ops, model.ops.xp
     nH = model.get_dim("nH")
     dtype = model.get_param("E").dtype
     meanfield_on = model.attrs["approximation"] == "meanfield"
     iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
     table, feats = forward_inputs(model, batch)
-    d_table = table.zeros() if is_train else None
+    d_table = table.zeros(ops) if is_train else None
+    valid = ops.asarray(batch.valid, dtype=dtype)[..., None]
     # the means of all states, row b * T + t; a step links to earlier rows
-    Hs_flat = numpy.zeros((B * T, nH), dtype=dtype)
+    Hs_flat = ops.alloc2f(B * T, nH, dtype=dtype)
     Hs = Hs_flat.reshape(B, T, nH)
-    flat_src = numpy.where(batch.src >= 0, numpy.arange(B)[:, None, None] * T + batch.src,
-                           -1).astype("int32")
+    src = ops.asarray(batch.src, dtype="int32")
+    flat_src = xp.where(src >= 0, xp.arange(B, dtype="int32")[:, None, None] * T + src, -1)
+    feats = ops.asarray(feats, dtype="int32")
     step_backprops: List[Callable] = []
     heads = Heads(model)
     positions = _decision_positions(batch)
@@ -391,92 +413,116 @@ def forward(model: Model, batch: DerivationBatch, is_train: bool):
     # (feed-forward) or those before the decision (mean field)
     M = {key: Hs for key in HEADS}
     if meanfield_on:
-        M = {key: numpy.zeros_like(Hs) for key in HEADS}
+        M = {key: xp.zeros_like(Hs) for key in HEADS}
     tapes: List[list] = [[] for _ in range(T)]
     # dropout keeps each mean with prob 1 - p, scaled by 1 / (1 - p); the
     # sigmoid's derivative (for the backward pass) is of the kept ones
     keep = dropout_mask(model, (B, T, nH)) if is_train and not meanfield_on else None
-    gain = numpy.empty_like(Hs) if keep is not None else None
+    gain = xp.empty_like(Hs) if keep is not None else None
     for t in range(T):
         pre, step_backprop = latent_step(model, table, Hs_flat, flat_src[:, t], feats[:, t],
                                          d_table)
         step_backprops.append(step_backprop)
         if not meanfield_on:
-            Hs[:, t] = means(pre)
+            Hs[:, t] = means(pre, ops)
             if keep is not None:
                 gain[:, t] = Hs[:, t] * (1.0 - Hs[:, t]) * keep[:, t]
                 Hs[:, t] *= keep[:, t]
             continue
-        a = pre.copy()
-        decided = _step_decisions(heads, batch, t, positions)
-        step_positions = {key: positions[key][:, t] for key in decided}
-        n_positions = max([int(s.max()) + 1 for s in step_positions.values()] or [0])
-        for k in range(n_positions):
-            mu = means(a)
-            # the decisions at position k are scored with the means so far ...
-            at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_positions.items()]
-            at_k = [(key, r) for key, r in at_k if len(r)]
-            for key, r in at_k:
-                M[key][r, t] = mu[r]
-            # ... and then their steps' means are re-estimated
-            rows = numpy.sort(numpy.concatenate([r for _, r in at_k]))
-            position = numpy.full(B, -1)
-            position[rows] = numpy.arange(len(rows))
-            observed = [ob for key, groups in decided.items()
-                        for ob in _restrict(groups, step_positions[key], k, position)]
-            a[rows], tape = meanfield.solve(a[rows], pre[rows], observed, iterations,
-                                            keep_tape=is_train)
-            tapes[t].append((rows, tape, at_k))
-        Hs[:, t] = means(a)
-    Hs *= batch.valid[..., None]
+        _meanfield_step(heads, batch, t, positions, pre, Hs, M, tapes[t], iterations, is_train)
+    Hs *= valid
 
-    group_of, ll = output_groups(batch, dtype)
-    pieces: List[Tuple[str, tuple, numpy.ndarray, Callable]] = []
+    group_of, ll = output_groups(batch, dtype, ops)
     if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
-        for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
-            lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
-            if key == "l":
-                lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
-            numpy.add.at(ll, group_of[key][sel], lp)
-        for key, (b, t), tags, targets in ranged_decisions(batch):
-            numpy.add.at(ll, group_of[key][b, t], heads.ranged_picked(
-                key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
-    else:
-        for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch):
-            lp, bp = heads.score(key, M[key][sel], mask, ob.target, rows_lo=rows_lo)
-            numpy.add.at(ll, group_of[key][sel], lp)
-            pieces.append((key, sel, group_of[key][sel], bp))
+        return _picked_scores(heads, batch, M, group_of, ll), None
+    pieces: List[Tuple[str, tuple, Ints1d, Callable]] = []
+    for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch):
+        at = tuple(ops.asarray(i) for i in sel)
+        lp, bp = heads.score(key, M[key][at], mask, ob.target, rows_lo=rows_lo)
+        sents = ops.asarray(group_of[key][sel])
+        ops.scatter_add(ll, sents, lp)
+        pieces.append((key, at, sents, bp))
 
     def backprop(d_ll: Floats1d):
-        d_ll = numpy.asarray(d_ll, dtype=dtype)
-        dHs_flat = numpy.zeros_like(Hs_flat)
+        d_ll = ops.asarray(d_ll, dtype=dtype)
+        dHs_flat = xp.zeros_like(Hs_flat)
         dHs = dHs_flat.reshape(B, T, nH)
         dM = {key: dHs for key in HEADS}
         if meanfield_on:
-            dM = {key: numpy.zeros_like(Hs) for key in HEADS}
-        for key, sel, sents, bp in pieces:
-            dM[key][sel] += bp(d_ll[sents])  # (b, t) pairs are unique within a piece
+            dM = {key: xp.zeros_like(Hs) for key in HEADS}
+        for key, at, sents, bp in pieces:
+            dM[key][at] += bp(d_ll[sents])  # (b, t) pairs are unique within a piece
         heads.flush()
         grads = heads.zero_grads()
         # the sigmoid's derivative (through dropout), zero on padding
-        dsig = (Hs * (1.0 - Hs) if gain is None else gain) * batch.valid[..., None]
+        dsig = (Hs * (1.0 - Hs) if gain is None else gain) * valid
         for t in range(T - 1, -1, -1):
             dpre = dHs[:, t] * dsig[:, t]
             if meanfield_on:
-                d_eta = numpy.zeros_like(dpre)
-                for rows, tape, at_k in reversed(tapes[t]):
-                    d_a, d_eta_k = meanfield.solve_backward(tape, dpre[rows], grads)
-                    dpre[rows] = d_a
-                    d_eta[rows] += d_eta_k
-                    for key, r in at_k:
-                        m = M[key][r, t]
-                        dpre[r] += dM[key][r, t] * m * (1.0 - m)
-                dpre += d_eta
+                dpre = _meanfield_backward(tapes[t], t, dpre, M, dM, grads)
             # each (sentence, relation) adds its share to its source state
-            scatter_to_sources(step_backprops[t](dpre), flat_src[:, t], dHs_flat)
+            scatter_to_sources(ops, step_backprops[t](dpre), flat_src[:, t], dHs_flat)
         if meanfield_on:
             heads.flush(grads)
         # the gradient of the batch's input: its token vectors (generative: none)
         return flush_table_gradient(model, d_table)
 
     return ll, backprop
+
+
+def _picked_scores(heads: Heads, batch: DerivationBatch, M: dict, group_of: dict, ll):
+    """Scoring (no training) on the CPU: every decision's log-prob, from the
+    compiled softmaxes the shared forward reads too, added to ``ll``."""
+    B, T, nH = M["a"].shape
+    for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
+        lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
+        if key == "l":
+            lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
+        numpy.add.at(ll, group_of[key][sel], lp)
+    for key, (b, t), tags, targets in ranged_decisions(batch):
+        numpy.add.at(ll, group_of[key][b, t], heads.ranged_picked(
+            key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
+    return ll
+
+
+def _meanfield_step(heads: Heads, batch: DerivationBatch, t: int, positions: dict, pre,
+                    Hs, M: dict, tapes: list, iterations: int, is_train: bool) -> None:
+    """Step t's means re-estimated after each of its elementary decisions
+    (into ``Hs``), each head's decisions scored with the means before them
+    (into ``M``), the re-estimations' tapes into ``tapes`` (numpy: the CPU)."""
+    B = len(pre)
+    a = pre.copy()
+    decided = _step_decisions(heads, batch, t, positions)
+    step_positions = {key: positions[key][:, t] for key in decided}
+    n_positions = max([int(s.max()) + 1 for s in step_positions.values()] or [0])
+    for k in range(n_positions):
+        mu = means(a)
+        # the decisions at position k are scored with the means so far ...
+        at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_positions.items()]
+        at_k = [(key, r) for key, r in at_k if len(r)]
+        for key, r in at_k:
+            M[key][r, t] = mu[r]
+        # ... and then their steps' means are re-estimated
+        rows = numpy.sort(numpy.concatenate([r for _, r in at_k]))
+        position = numpy.full(B, -1)
+        position[rows] = numpy.arange(len(rows))
+        observed = [ob for key, groups in decided.items()
+                    for ob in _restrict(groups, step_positions[key], k, position)]
+        a[rows], tape = meanfield.solve(a[rows], pre[rows], observed, iterations,
+                                        keep_tape=is_train)
+        tapes.append((rows, tape, at_k))
+    Hs[:, t] = means(a)
+
+
+def _meanfield_backward(tapes: list, t: int, dpre, M: dict, dM: dict, grads: dict):
+    """The gradient of step t's pre-activations through its re-estimations
+    (:func:`_meanfield_step`), given that of its final means' logits ``dpre``."""
+    d_eta = numpy.zeros_like(dpre)
+    for rows, tape, at_k in reversed(tapes):
+        d_a, d_eta_k = meanfield.solve_backward(tape, dpre[rows], grads)
+        dpre[rows] = d_a
+        d_eta[rows] += d_eta_k
+        for key, r in at_k:
+            m = M[key][r, t]
+            dpre[r] += dM[key][r, t] * m * (1.0 - m)
+    return dpre + d_eta

@@ -13,7 +13,7 @@ from .features import VEC_ROWS
 from .heads import Heads
 from .isbn import core_of
 from .meanfield import Observed
-from .step import LinkedProducts, embedding_table, latent_step, means
+from .step import LinkedProducts, embedding_table, latent_step, means, on_host
 
 
 class SearchStep:
@@ -22,8 +22,12 @@ class SearchStep:
 
     def __init__(self, model: Model, vectors: Optional[numpy.ndarray] = None):
         """``vectors``: the conditional model's projected token vectors of the
-        search's tokens (:func:`project_tokens`), in the search's numbering."""
-        model = self.core = core_of(model)
+        search's tokens (:func:`project_tokens`), in the search's numbering.
+        The search runs on the CPU: the core is read through :func:`on_host`."""
+        core = core_of(model)
+        model = self.core = on_host(core)
+        if vectors is not None:
+            vectors = core.ops.to_numpy(vectors)
         self.generates_words = model.attrs["objective"] == "generative"
         self.vector_columns = [tuple(c) for c in model.attrs["vector_columns"]]
         # (columns, offsets) of the vec templates as vector_rows reads them

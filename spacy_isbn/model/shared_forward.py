@@ -26,9 +26,9 @@ from ._trie import distinct_rows as compiled_distinct_rows
 from ._trie import trie_nodes
 from .batch import CONTEXT, DerivationBatch
 from .heads import Heads
-from .isbn import (SOFTMAX_HEADS, forward, forward_inputs, output_groups, ranged_decisions,
-                   scored_decisions)
-from .step import LinkedProducts, latent_step, means
+from .isbn import (SOFTMAX_HEADS, batch_on_host, forward, forward_inputs, output_groups,
+                   ranged_decisions, scored_decisions)
+from .step import LinkedProducts, compiled, latent_step, means, on_host
 
 
 def distinct_rows(key: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
@@ -72,7 +72,9 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
     state and decision distribution computed once; with ``final`` also each
     derivation's last means (B, nH), the context of a sentence after it.
     Mean field runs the plain forward: there a state's means hang on its
-    own step's decisions (and it takes no context)."""
+    own step's decisions (and it takes no context).  On the CPU (:func:`.step.on_host`)."""
+    if not compiled(model.ops):
+        model, batch = on_host(model), batch_on_host(model.ops, batch)
     if model.attrs["approximation"] == "meanfield":
         if final or batch.context is not None:
             raise ValueError("mean field's forced forward takes no context")

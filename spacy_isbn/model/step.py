@@ -16,46 +16,104 @@ The features' embedding rows are summed by the compiled ``embed_sum`` (and
 scattered back by ``embed_scatter``) rather than thinc's ``ops.gather_add``:
 on the conditional model's shapes (1,000 configurations, 14 ids, 128
 units) ``gather_add`` took 2.5 times as long, and unused ids (-1) would
-need a zero row appended to the table at every step."""
+need a zero row appended to the table at every step.
+
+Those kernels take numpy arrays: they run where the core's ops are
+numpy's (:func:`compiled`).  Other ops (CuPy's, ``spacy train --gpu-id
+0``) take the ops path of the same functions: ``ops.gather_add`` and
+``ops.scatter_add`` over the table with a zero row for the unused id, and
+all relations' products in one ``ops.gemm`` of the linked means side by
+side.  The search reads a core on the CPU (:func:`on_host`)."""
 from functools import lru_cache
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy
-from thinc.api import Model, NumpyOps
+from thinc.api import Model, NumpyOps, Ops, get_array_module
+from thinc.types import Floats2d, Floats3d, Ints2d
 
 from ._kernels import (add_rows, embed_link_sum, embed_scatter, embed_sum, gather_linked,
                        link_products, linked_eta, new_links)
 
-StepBackprop = Callable[[numpy.ndarray], numpy.ndarray]
+StepBackprop = Callable[[Floats2d], Floats3d]
 NUMPY_OPS = NumpyOps()
 
 
-class Table(NamedTuple):
+def compiled(ops: Ops) -> bool:
+    """Whether ``ops`` keeps its arrays in numpy (NumpyOps and its
+    subclasses), where the compiled kernels run; other ops take each
+    function's ops path."""
+    return isinstance(ops, NumpyOps)
+
+
+class HostCore:
+    """An ISBN core's parameters copied to the CPU, for the compiled search
+    and tree scoring of a model that trains on another device: what
+    :func:`on_host` gives; reads like the core (``get_param``, ``get_dim``,
+    ``attrs``, ``ops``)."""
+
+    def __init__(self, core: Model):
+        self.core, self.attrs, self.ops = core, core.attrs, NUMPY_OPS
+        self._params = {name: core.ops.to_numpy(core.get_param(name))
+                        for name in core.param_names}
+
+    def get_param(self, name: str) -> numpy.ndarray:
+        return self._params[name]
+
+    def get_dim(self, name: str) -> int:
+        return self.core.get_dim(name)
+
+    def has_dim(self, name: str):
+        return self.core.has_dim(name)
+
+
+def on_host(core):
+    """``core`` as the compiled CPU code reads it: itself where its ops are
+    numpy's, else a :class:`HostCore` (its parameters copied once)."""
+    return core if compiled(core.ops) else HostCore(core)
+
+
+class Table:
     """The rows features index: the embeddings ``E``, then (conditional
     model) the projected token vectors (see ``vector_feature_ids``), kept
-    apart: joining them would copy every token's vectors per batch."""
-    E: numpy.ndarray
-    vectors: numpy.ndarray
+    apart: joining them would copy every token's vectors per batch (the
+    ops path joins them once, :meth:`joined`)."""
+
+    __slots__ = ("E", "vectors", "_joined")
+
+    def __init__(self, E: Floats2d, vectors: Floats2d, joined: Optional[Floats2d] = None):
+        self.E, self.vectors, self._joined = E, vectors, joined
 
     @property
     def dtype(self):
         return self.E.dtype
 
-    def zeros(self) -> "Table":
-        """A table of zeros of the same shapes, for the gradient."""
-        return Table(numpy.zeros_like(self.E), numpy.zeros_like(self.vectors))
+    def zeros(self, ops: Ops) -> "Table":
+        """A table of zeros of the same shapes, for the gradient: ``E`` and
+        ``vectors`` are views of one array whose last row takes the unused
+        ids' share (the ops path's ``scatter_add``)."""
+        nE, nV = len(self.E), len(self.vectors)
+        joined = ops.alloc2f(nE + nV + 1, self.E.shape[1], dtype=self.dtype)
+        return Table(joined[:nE], joined[nE: nE + nV], joined)
+
+    def joined(self, ops: Ops) -> Floats2d:
+        """E, the vectors and a zero row (the unused id -1) in one array, as
+        ``ops.gather_add`` reads them (made once)."""
+        if self._joined is None:
+            self._joined = ops.xp.concatenate(
+                [self.E, self.vectors, ops.alloc2f(1, self.E.shape[1], dtype=self.dtype)])
+        return self._joined
 
 
-def embedding_table(core: Model, vectors: Optional[numpy.ndarray]) -> Table:
+def embedding_table(core: Model, vectors: Optional[Floats2d]) -> Table:
     """The rows a model's features index (no token vectors: none)."""
     E = core.get_param("E")
     if vectors is None:
         return Table(E, E[:0])
-    return Table(E, numpy.ascontiguousarray(vectors, dtype=E.dtype))
+    return Table(E, core.ops.xp.ascontiguousarray(vectors, dtype=E.dtype))
 
 
-def gemm(ops, a: numpy.ndarray, b: numpy.ndarray, trans1: bool = False, trans2: bool = False
-         ) -> numpy.ndarray:
+def gemm(ops, a: Floats2d, b: Floats2d, trans1: bool = False, trans2: bool = False
+         ) -> Floats2d:
     """``ops.gemm``, which takes float32 only; a float64 model (the tests'
     finite differences) multiplies with its array module."""
     if a.dtype == b.dtype == numpy.float32:
@@ -63,12 +121,12 @@ def gemm(ops, a: numpy.ndarray, b: numpy.ndarray, trans1: bool = False, trans2: 
     return (a.T if trans1 else a) @ (b.T if trans2 else b)
 
 
-def row_products(ops, H: numpy.ndarray, W: numpy.ndarray, trans2: bool = True) -> numpy.ndarray:
+def row_products(ops, H: Floats2d, W: Floats2d, trans2: bool = True) -> Floats2d:
     """``H @ W.T`` (``H @ W`` without ``trans2``) through ``ops.gemm``, whose
     rows do not depend on one another: numpy's BLAS picks its kernel by the
     number of rows, so a state's scores would change in the last bits with
     the other states (and docs) that share its batch."""
-    return gemm(ops, numpy.ascontiguousarray(H), W, trans2=trans2)
+    return gemm(ops, ops.xp.ascontiguousarray(H), W, trans2=trans2)
 
 
 @lru_cache(maxsize=None)
@@ -181,10 +239,10 @@ class LinkedProducts:
         self.size += n
 
 
-def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
-                src: Optional[numpy.ndarray], feats: numpy.ndarray,
+def latent_step(core: Model, table: Table, history: Optional[Floats2d],
+                src: Optional[Ints2d], feats: Ints2d,
                 d_table: Optional[Table] = None, products: Optional[LinkedProducts] = None
-                ) -> Tuple[numpy.ndarray, Optional[StepBackprop]]:
+                ) -> Tuple[Floats2d, Optional[StepBackprop]]:
     """The pre-activations ``eta`` (N, nH) of N configurations: ``feats``
     (N, F) rows of ``table`` (-1 unused), ``src`` (N, R) rows of ``history``
     (-1 none; ``src`` None: no linked state).  Given ``d_table`` (the
@@ -192,7 +250,10 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     adds the gradients of b, W and the table's rows and returns those of the
     linked means, (N, R, nH) (zeros where there is no source).  Without it,
     the linked products may come from ``products`` (the search's): the
-    same numbers, each computed once."""
+    same numbers, each computed once.  ``feats`` and ``src`` may be numpy
+    arrays whatever the ops (the transition states' code makes them)."""
+    if not compiled(core.ops):
+        return _ops_latent_step(core, table, history, src, feats, d_table)
     ops = core.ops
     b = core.get_param("b")
     nH = b.shape[0]
@@ -223,13 +284,13 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     if d_table is None:
         return eta, None
 
-    def backprop(d_eta: numpy.ndarray) -> numpy.ndarray:
+    def backprop(d_eta: Floats2d) -> Floats3d:
         d_eta = numpy.ascontiguousarray(d_eta, dtype=b.dtype)
         core.inc_grad("b", d_eta.sum(axis=0))
         embed_scatter(d_eta, feats, d_table.E, d_table.vectors)
-        d_parents = numpy.zeros((len(feats), core.get_dim("nR"), nH), dtype=b.dtype)
+        d_parents = ops.alloc3f(len(feats), core.get_dim("nR"), nH, dtype=b.dtype)
         if linked is not None and len(linked.rows):
-            d_W = numpy.zeros_like(W)
+            d_W = ops.alloc2f(*W.shape, dtype=W.dtype)
             for r, at in linked.relations():
                 rows = linked.rows[at]
                 d_rows = numpy.ascontiguousarray(d_eta[rows])
@@ -241,33 +302,73 @@ def latent_step(core: Model, table: Table, history: Optional[numpy.ndarray],
     return eta, backprop
 
 
-def means(eta: numpy.ndarray) -> numpy.ndarray:
-    """mu = sigmoid(eta) (the core's ops are numpy's: the ISBN runs on the CPU)."""
-    return NUMPY_OPS.sigmoid(eta)
+def _ops_latent_step(core: Model, table: Table, history: Optional[Floats2d],
+                     src: Optional[Ints2d], feats: Ints2d, d_table: Optional[Table]
+                     ) -> Tuple[Floats2d, Optional[StepBackprop]]:
+    """:func:`latent_step` by ``core.ops`` (any device): the features' rows
+    summed by ``ops.gather_add`` from the joined table, and the linked
+    means (N, R * nH, zeros where none) times ``W`` (R * nH, nH), one
+    ``ops.gemm`` for all relations."""
+    ops = core.ops
+    b, W = core.get_param("b"), core.get_param("W")
+    N, nH = len(feats), b.shape[0]
+    joined = table.joined(ops)
+    ids = ops.asarray2i(feats)
+    ids = ops.xp.where(ids < 0, len(joined) - 1, ids).astype("int32")
+    eta = ops.gather_add(joined, ids) + b
+    linked = present = None
+    if core.attrs["latent_edges"] and src is not None and history is not None and N:
+        src = ops.asarray2i(src)
+        present = ops.asarray(src >= 0, dtype=b.dtype)[:, :, None]
+        linked = (history[ops.xp.maximum(src, 0)] * present).reshape(N, -1)
+        eta += gemm(ops, linked, W)
+    if d_table is None:
+        return eta, None
+
+    def backprop(d_eta: Floats2d) -> Floats3d:
+        d_eta = ops.asarray(d_eta, dtype=b.dtype)
+        core.inc_grad("b", d_eta.sum(axis=0))
+        ops.scatter_add(d_table.joined(ops), ids.reshape(-1),
+                        ops.xp.repeat(d_eta, ids.shape[1], axis=0))
+        if linked is None:
+            return ops.alloc3f(N, core.get_dim("nR"), nH, dtype=b.dtype)
+        core.inc_grad("W", gemm(ops, linked, d_eta, trans1=True))
+        return gemm(ops, d_eta, W, trans2=True).reshape(N, -1, nH) * present
+
+    return eta, backprop
 
 
-def dropout_mask(core: Model, shape) -> Optional[numpy.ndarray]:
+def means(eta: Floats2d, ops: Ops = NUMPY_OPS) -> Floats2d:
+    """mu = sigmoid(eta), by the core's ``ops`` (default: on the CPU, the search's)."""
+    return ops.sigmoid(eta)
+
+
+def dropout_mask(core: Model, shape) -> Optional[Floats2d]:
     """The core's ``dropout`` in training: per mean 0, or 1 / (1 - p) with
     probability 1 - p (None without dropout)."""
     p = core.attrs.get("dropout", 0.0)
     if p <= 0.0:
         return None
-    keep = numpy.random.random_sample(shape) >= p
+    keep = core.ops.xp.random.random_sample(shape) >= p
     return keep.astype(core.get_param("b").dtype) / (1.0 - p)
 
 
-def scatter_to_sources(d_parents: numpy.ndarray, src: numpy.ndarray, d_means: numpy.ndarray) -> None:
+def scatter_to_sources(ops: Ops, d_parents: Floats3d, src: Ints2d, d_means: Floats2d) -> None:
     """Add each relation's share (N, R, nH) to the means it read, rows
-    ``src`` (N, R) of ``d_means`` (-1: none)."""
+    ``src`` (N, R) of ``d_means`` (-1: none, whose shares are zeros)."""
     nH = d_means.shape[1]
+    if not compiled(ops):
+        src = ops.asarray2i(src).reshape(-1)
+        ops.scatter_add(d_means, ops.xp.maximum(src, 0), d_parents.reshape(-1, nH))
+        return
     embed_scatter(numpy.ascontiguousarray(d_parents.reshape(-1, nH), dtype=d_means.dtype),
                   numpy.ascontiguousarray(src.reshape(-1, 1), dtype="int32"), d_means, d_means[:0])
 
 
-def flush_table_gradient(core: Model, d_table: Table) -> Optional[numpy.ndarray]:
+def flush_table_gradient(core: Model, d_table: Table) -> Optional[Floats2d]:
     """Add E's gradient to the core's; returns the token vectors' (None
     when the table has none)."""
-    core.inc_grad("E", core.ops.asarray(d_table.E))
+    core.inc_grad("E", d_table.E)
     return d_table.vectors if len(d_table.vectors) else None
 
 
@@ -277,63 +378,64 @@ class History:
     core's dropout) and their backward pass:
     given the gradient of every state's means from the decisions read off
     it, the steps are walked in reverse, each passing its share to the
-    states it linked to."""
+    states it linked to.  The means are the core's ops' arrays; state ids
+    are numpy ints (the transition states keep them)."""
 
     def __init__(self, core: Model, table: Table, capacity: int, is_train: bool):
-        self.core, self.table = core, table
+        self.core, self.table, self.ops = core, table, core.ops
         dtype = core.get_param("b").dtype
-        self.rows = numpy.zeros((max(1, capacity), core.get_dim("nH")), dtype=dtype)
+        self.rows = self.ops.alloc2f(max(1, capacity), core.get_dim("nH"), dtype=dtype)
         self.size = 0
-        # per step: its state ids, sources, backprop and the derivative of its means
+        # per step: its first state id, sources, backprop and the derivative of its means
         self._steps: List[Tuple] = []
-        self.d_table = table.zeros() if is_train else None
+        self.d_table = table.zeros(self.ops) if is_train else None
 
-    def step(self, src: Optional[numpy.ndarray], feats: numpy.ndarray) -> numpy.ndarray:
+    def step(self, src: Optional[Ints2d], feats: Ints2d) -> numpy.ndarray:
         """Add the states of N configurations; returns their ids (rows)."""
         eta, backprop = latent_step(self.core, self.table, self.rows[: self.size], src, feats,
                                     self.d_table)
-        n = len(eta)
-        if self.size + n > len(self.rows):
-            grown = numpy.zeros((max(2 * len(self.rows), self.size + n), self.rows.shape[1]),
-                                dtype=self.rows.dtype)
-            grown[: self.size] = self.rows[: self.size]
+        n, lo = len(eta), self.size
+        if lo + n > len(self.rows):
+            grown = self.ops.alloc2f(max(2 * len(self.rows), lo + n), self.rows.shape[1],
+                                     dtype=self.rows.dtype)
+            grown[:lo] = self.rows[:lo]
             self.rows = grown
-        ids = numpy.arange(self.size, self.size + n)
-        H = means(eta)
+        H = means(eta, self.ops)
         gain = H * (1.0 - H)  # the sigmoid's derivative, through dropout
         keep = dropout_mask(self.core, H.shape) if self.d_table is not None else None
         if keep is not None:
             H *= keep
             gain *= keep
-        self.rows[ids] = H
+        self.rows[lo: lo + n] = H
         self.size += n
-        self._steps.append((ids, src, backprop, gain))
-        return ids
+        self._steps.append((lo, src, backprop, gain))
+        return numpy.arange(lo, lo + n)
 
     @property
-    def means(self) -> numpy.ndarray:
+    def means(self) -> Floats2d:
         return self.rows[: self.size]
 
-    def backprop(self, d_means: numpy.ndarray) -> Optional[numpy.ndarray]:
+    def backprop(self, d_means: Floats2d) -> Optional[Floats2d]:
         """``d_means`` (size, nH): the gradient of each state's means from its
         decisions.  Adds the parameters' gradients; returns the token
         vectors' (None without them)."""
-        d_means = numpy.array(d_means, dtype=self.rows.dtype)
-        for ids, src, backprop, gain in reversed(self._steps):
-            d_parents = backprop(d_means[ids] * gain)
+        d_means = self.ops.xp.array(d_means, dtype=self.rows.dtype)
+        for lo, src, backprop, gain in reversed(self._steps):
+            d_parents = backprop(d_means[lo: lo + len(gain)] * gain)
             if src is not None:
-                scatter_to_sources(d_parents, src, d_means)
+                scatter_to_sources(self.ops, d_parents, src, d_means)
         return flush_table_gradient(self.core, self.d_table)
 
 
 def logsumexp(x, axis=-1, keepdims: bool = False) -> numpy.ndarray:
     """log(sum(exp(x))) over ``axis`` (an int or a tuple), stably; -inf
     where every entry is -inf.  The package's one log-sum-exp."""
+    xp = get_array_module(x)
     top = x.max(axis=axis, keepdims=True)
-    top = numpy.where(numpy.isfinite(top), top, 0.0)
+    top = xp.where(xp.isfinite(top), top, 0.0)
     with numpy.errstate(divide="ignore"):
-        out = numpy.log(numpy.exp(x - top).sum(axis=axis, keepdims=True)) + top
-    return out if keepdims else numpy.squeeze(out, axis=axis)
+        out = xp.log(xp.exp(x - top).sum(axis=axis, keepdims=True)) + top
+    return out if keepdims else xp.squeeze(out, axis=axis)
 
 
 def log_softmax(logits):
@@ -343,6 +445,7 @@ def log_softmax(logits):
 
 def masked_log_softmax(logits, mask):
     """Log-softmax over the unmasked entries; a row with none is all -inf."""
-    logits = numpy.where(mask, logits, -numpy.inf)
+    xp = get_array_module(logits)
+    logits = xp.where(mask, logits, -numpy.inf)
     lse = logsumexp(logits, keepdims=True)
-    return logits - numpy.where(numpy.isfinite(lse), lse, 0.0)
+    return logits - xp.where(xp.isfinite(lse), lse, 0.0)

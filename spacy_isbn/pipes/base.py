@@ -342,6 +342,7 @@ class ISBNPipe(SavedParts, TrainablePipe):
         if self.generative:
             return None
         table, doc_rows = project_tokens(self.model, docs)[:2]
+        table = self.model.ops.to_numpy(table)  # the search and tree scoring run on the CPU
         if words is None or all(w.all_words for w in words):
             return table, doc_rows
         A = len(self.core.attrs["vector_columns"])

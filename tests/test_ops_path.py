@@ -1,0 +1,167 @@
+"""The ISBN core on ops other than numpy's, as ``spacy train --gpu-id 0``
+runs it on CuPy (:func:`spacy_isbn.model.step.compiled`).  No GPU here:
+:class:`.device_ops.DeviceOps` stands in for one (thinc's base ops, none of
+NumpyOps' compiled kernels, arrays that refuse to mix with numpy's as
+CuPy's do), so a core given it takes the ops path as it would on a GPU: it
+must run there, keep its results on the device and give the compiled
+path's losses, gradients, scores and parses.  The ops path's source is
+read too: it calls no ``numpy.`` function."""
+import inspect
+import re
+
+import numpy
+import pytest
+from thinc.api import NumpyOps, fix_random_seed
+
+from spacy_isbn.model import exploration, heads, isbn, step
+from spacy_isbn.model.batch import DerivationBatch
+from spacy_isbn.model.step import HostCore, on_host
+
+from .device_ops import Device, DeviceOps, to_device, tok2vec_on_device
+from .test_conditional import SENTENCES, gold_doc
+from .test_exploration import CORE_PARAMS, _parser
+from .test_model import _setup
+
+
+def _grads(model):
+    """The gradients, checked to be on the model's device, as numpy."""
+    grads = {name: model.get_grad(name) for name in model.param_names if model.has_grad(name)}
+    if isinstance(model.ops, DeviceOps):
+        assert all(isinstance(grad, Device) for grad in grads.values())
+    return {name: model.ops.to_numpy(grad).copy() for name, grad in grads.items()}
+
+
+def _assert_same(compiled, on_ops, rtol):
+    assert compiled.keys() == on_ops.keys()
+    for name in compiled:
+        numpy.testing.assert_allclose(on_ops[name], compiled[name], rtol=rtol, atol=1e-6,
+                                      err_msg=name)
+
+
+@pytest.mark.parametrize("latent_edges,dropout", [(True, 0.0), (False, 0.0), (True, 0.3)])
+def test_teacher_forcing_on_ops_gives_the_compiled_losses_and_gradients(latent_edges, dropout):
+    """The generative model (the reranker's), float32 as it trains."""
+    out = []
+    for ops in (NumpyOps(), DeviceOps()):
+        model, _, _, _, derivs = _setup(latent_edges=latent_edges)
+        to_device(ops, model)
+        model.attrs["dropout"] = dropout
+        batch = DerivationBatch.from_derivations(derivs)
+        numpy.random.seed(0)
+        ll, backprop = model(batch, is_train=True)
+        assert isinstance(ll, Device) == isinstance(ops, DeviceOps)
+        backprop(ops.asarray(numpy.full(ll.shape, -1.0, dtype="float32")))
+        scored = model(batch, is_train=False)[0]
+        out.append((ops.to_numpy(ll), _grads(model), scored))
+    (ll, grads, scored), (ll_ops, grads_ops, scored_ops) = out
+    numpy.testing.assert_allclose(ll_ops, ll, rtol=1e-5)
+    _assert_same(grads, grads_ops, rtol=1e-4)
+    # scoring reads the core on the CPU: the compiled numbers themselves
+    numpy.testing.assert_array_equal(scored_ops, scored)
+
+
+def test_mean_field_trains_on_the_cpu_only_and_scores_anywhere():
+    """Its re-estimation is numpy code: other ops refuse to train it, and
+    score it through the host copy."""
+    model, _, _, _, derivs = _setup()
+    model.attrs.update(approximation="meanfield", iterations=2)
+    batch = DerivationBatch.from_derivations(derivs)
+    scored = model(batch, is_train=False)[0]
+    to_device(DeviceOps(), model)
+    with pytest.raises(ValueError, match="CPU only"):
+        model(batch, is_train=True)
+    numpy.testing.assert_array_equal(model(batch, is_train=False)[0], scored)
+
+
+def _conditional(ops, explore_rate=0.0):
+    """A conditional parser whose model (but tok2vec's layers) is on ``ops``."""
+    fix_random_seed(0)
+    nlp, parser, egs = _parser(explore_rate=explore_rate)
+    if isinstance(ops, DeviceOps):
+        tok2vec_on_device(ops, parser.model.get_ref("tok2vec"))
+        to_device(ops, parser.model, parser.model.get_ref("projection"), parser.core)
+    return nlp, parser, egs
+
+
+def test_conditional_update_on_ops_gives_the_compiled_losses_and_gradients():
+    """Teacher forcing through tok2vec's vectors: the core's gradients and
+    those reaching tok2vec."""
+    out = []
+    for ops in (NumpyOps(), DeviceOps()):
+        nlp, parser, egs = _conditional(ops)
+        losses = parser.update(egs[:3])
+        out.append((losses[parser.name], _grads(parser.core),
+                    _grads(parser.model.get_ref("projection"))))
+    (loss, core, projection), (loss_ops, core_ops, projection_ops) = out
+    assert loss_ops == pytest.approx(loss, rel=1e-5)
+    _assert_same(core, core_ops, rtol=1e-4)
+    _assert_same(projection, projection_ops, rtol=1e-4)
+
+
+def test_exploration_on_ops_gives_the_compiled_losses_and_gradients():
+    """The rollout decides on the CPU from the ops' log-probs and learns on
+    the ops; float64, so the followed derivation is the same."""
+    out = []
+    for ops in (NumpyOps(), DeviceOps()):
+        _, parser, egs = _conditional(ops, explore_rate=0.5)
+        core = parser.core
+        for name in CORE_PARAMS:
+            core.set_param(name, core.get_param(name).astype("float64"))
+            core.set_grad(name, ops.xp.zeros_like(core.get_param(name)))
+        loss = exploration.explore_update(parser.model, parser.moves,
+                                          [eg.predicted for eg in egs[:2]],
+                                          parser.exploration_chunks(egs[:2]), 0.5, False,
+                                          numpy.random.RandomState(3))
+        out.append((loss, {name: grad for name, grad in _grads(core).items()
+                           if name in CORE_PARAMS}))
+    (loss, grads), (loss_ops, grads_ops) = out
+    assert loss_ops == pytest.approx(loss, rel=1e-9)
+    _assert_same(grads, grads_ops, rtol=1e-7)
+
+
+def test_the_search_reads_a_core_on_other_ops_through_its_host_copy():
+    """``on_host``: the core itself where its ops are numpy's, else a CPU copy
+    of its parameters; parsing with it gives the compiled parses."""
+    nlp, parser, egs = _conditional(NumpyOps())
+    for eg in egs:
+        parser.update([eg])
+    assert on_host(parser.core) is parser.core
+    docs = [gold_doc(nlp.vocab, SENTENCES[:3]) for _ in range(2)]
+    expected = [[(t.head.i, t.dep_) for t in doc] for doc in parser.pipe(nlp.pipe(
+        [doc.text for doc in docs]))]
+    tok2vec_on_device(DeviceOps(), parser.model.get_ref("tok2vec"))
+    to_device(DeviceOps(), parser.model, parser.model.get_ref("projection"), parser.core)
+    host = on_host(parser.core)
+    assert isinstance(host, HostCore) and host.ops is not parser.core.ops
+    assert all(type(host.get_param(name)) is numpy.ndarray for name in parser.core.param_names)
+    found = [[(t.head.i, t.dep_) for t in doc] for doc in parser.pipe(nlp.pipe(
+        [doc.text for doc in docs]))]
+    assert found == expected
+
+
+# the training path, ops arrays throughout: inputs from the transition
+# states' code (numpy ints) enter through ops.asarray, CPU decisions leave
+# through ops.to_numpy; the compiled branch of latent_step and
+# scatter_to_sources (NumpyOps only) is cut at its `compiled(...)` test
+OPS_PATH = [isbn._forward, isbn.conditional_forward, isbn.project_tokens,
+            isbn.negative_log_likelihood, step._ops_latent_step, step.means,
+            step.dropout_mask, step.flush_table_gradient, step.History, step.Table,
+            step.embedding_table, heads.Heads.score, heads.Heads.logprobs,
+            heads.Heads.zero_grads, heads.Heads.flush, exploration.Rollout.loss,
+            exploration.Rollout._decide]
+
+
+# numpy arrays the ops path hands the CPU on purpose: History's state ids,
+# which the transition states keep, and the docs' offsets among the vectors
+CPU_OUTPUTS = {step.History: {"arange"}, isbn.project_tokens: {"cumsum"}}
+
+
+@pytest.mark.parametrize("function", OPS_PATH, ids=lambda f: f.__qualname__)
+def test_the_ops_path_creates_no_numpy_array(function):
+    """No ``numpy.`` call in the training path's source (mean field's
+    helpers are CPU code, apart; ``numpy.ndarray``/``inf`` are no arrays)."""
+    source = inspect.getsource(function)
+    source = re.sub(r'""".*?"""', "", source, flags=re.S)  # docstrings
+    calls = re.findall(r"\bnumpy\.(\w+)", source)
+    allowed = {"ndarray", "inf"} | CPU_OUTPUTS.get(function, set())
+    assert not [c for c in calls if c not in allowed], calls

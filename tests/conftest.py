@@ -11,15 +11,21 @@ DATA_DIR = Path(os.environ.get("SPACY_ISBN_DATA", Path(__file__).parents[1] / ".
 PTB_DIR = DATA_DIR / "ptb-sample" / "combined"  # the WSJ sample
 
 
-def require_ptb() -> Path:
-    """The WSJ sample's folder.  A machine without the team's data folder at
-    all skips the real-data tests; one that has it but not the sample fails
-    them, as that is a broken data folder, not a missing one."""
+def require_data(relpath) -> Path:
+    """A file or folder of the team's data folder.  A machine without the
+    data folder at all skips the real-data tests; one that has it but not
+    this part fails them, as that is a broken data folder, not a missing one."""
     if not DATA_DIR.is_dir():
         pytest.skip(f"no data folder at {DATA_DIR} (set SPACY_ISBN_DATA)")
-    if not PTB_DIR.is_dir():
-        pytest.fail(f"the data folder {DATA_DIR} has no WSJ sample at {PTB_DIR}")
-    return PTB_DIR
+    path = DATA_DIR / relpath
+    if not path.exists():
+        pytest.fail(f"the data folder {DATA_DIR} has no {relpath}")
+    return path
+
+
+def require_ptb() -> Path:
+    """The WSJ sample's folder (:func:`require_data`)."""
+    return require_data(PTB_DIR.relative_to(DATA_DIR))
 
 # (words, tags, heads as absolute 0-based indices, labels)
 TINY_TREEBANK = [

@@ -20,7 +20,7 @@ from spacy_isbn.corpus import (
     sentences_to_docs,
 )
 
-from .conftest import DATA_DIR
+from .conftest import require_data
 from .conllu_check import conllu_problems
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -362,9 +362,7 @@ def test_docbin_round_trip(tmp_path):
     ],
 )
 def test_real_treebank_round_trip(relpath, fmt, tmp_path):
-    if not DATA_DIR.is_dir():
-        pytest.skip(f"treebank directory {DATA_DIR} not found (set SPACY_ISBN_DATA)")
-    path = DATA_DIR / relpath
+    path = require_data(relpath)
     spacy_file = tmp_path / "corpus.spacy"
     n = convert(path, spacy_file)
     docs = list(DocBin().from_disk(spacy_file).get_docs(spacy.blank("xx").vocab))

@@ -8,7 +8,7 @@ from spacy_isbn.dbn.levels import (
     tree_from_levels,
 )
 
-from .conftest import DATA_DIR, PTB_DIR
+from .conftest import require_data, require_ptb
 
 # Fig. 3 of the paper: her immediate predecessor suffered a nervous breakdown
 PAPER_HEADS = [2, 2, 3, -1, 6, 6, 3]
@@ -85,10 +85,8 @@ def test_valid_link_sequences():
 def _training_trees():
     from spacy_isbn.dbn.data import ewt_sentences, short, split_9_1, wsj_sentences
     from spacy_isbn.transitions.projectivity import projectivize
-    ewt = DATA_DIR / "ud" / "UD_English-EWT" / "en_ewt-ud-train.conllu"
-    ptb = PTB_DIR
-    if not ewt.exists() or not ptb.is_dir():
-        pytest.skip("shared data not found")
+    ewt = require_data("ud/UD_English-EWT/en_ewt-ud-train.conllu")
+    ptb = require_ptb()
     sents = short(ewt_sentences(ewt)) + split_9_1(short(wsj_sentences(ptb)))["train"]
     for s in sents:
         local = [h if h >= 0 else i for i, h in enumerate(s.heads)]

@@ -13,7 +13,7 @@ from spacy_isbn.transitions.left_corner import (
 )
 
 from . import left_corner_reference as reference
-from .conftest import PTB_DIR
+from .conftest import require_ptb
 
 HAND_MADE = [
     "(S (NP (NNP Mary)) (VP (VBZ runs) (RB often)))",
@@ -217,9 +217,7 @@ def test_the_spec():
 
 @pytest.fixture(scope="module")
 def wsj_trees():
-    if not PTB_DIR.is_dir():
-        pytest.skip(f"WSJ sample not found at {PTB_DIR}")
-    trees = [t for path in sorted(PTB_DIR.glob("wsj_*.mrg")) for t in read_ptb(path)]
+    trees = [t for path in sorted(require_ptb().glob("wsj_*.mrg")) for t in read_ptb(path)]
     assert len(trees) == 3914
     return trees
 

@@ -8,7 +8,7 @@ from spacy_isbn.transitions.arc_eager import (
     sentence_spans_from_heads,
 )
 
-from .conftest import DATA_DIR
+from .conftest import require_data
 
 
 def to_spacy(heads):
@@ -87,9 +87,7 @@ def test_treebank_round_trip(name, path, multiroot, min_restored):
     """tree -> derivation -> tree gives the projectivised tree for every train
     sentence; deprojectivising restores the non-projective ones (spaCy's
     pseudo-projective HEAD encoding is lossy for some)."""
-    full = DATA_DIR / path
-    if not full.exists():
-        pytest.skip(f"treebank not available at {full}")
+    full = require_data(path)
     n = n_nonproj = n_restored = 0
     for sent in read_conll(full):
         heads = to_spacy(sent.heads)

@@ -112,7 +112,8 @@ def test_the_pipe_ranks_by_a_fitted_reranker_and_saves_it(pipeline, tmp_path):
 
 def test_rerank_jackknife_lists_each_part_by_a_pipeline_not_trained_on_it(tmp_path):
     """Two folds, each a two-stage pipeline trained on the other part; the
-    lists cover the training split once; a second call trains nothing."""
+    lists cover the training split once; a second call trains nothing, and
+    a stage cut off mid-way trains again."""
     from spacy_isbn.cli import main
     from spacy_isbn.cli.rerank import rerank_jackknife
 
@@ -139,3 +140,13 @@ def test_rerank_jackknife_lists_each_part_by_a_pipeline_not_trained_on_it(tmp_pa
     assert rerank_jackknife(tmp_path / "tiny.cfg", corpus, corpus, tmp_path / "jk", folds=2,
                             max_steps=2, train_beam=1) == paths
     assert (tmp_path / "jk" / "lists_0.msgpack").stat().st_mtime == stamp
+    # a second stage cut off before its end (a model saved, no timing record) trains again;
+    # a finished first stage does not
+    (tmp_path / "jk" / "lists_1.msgpack").unlink()
+    (tmp_path / "jk" / "fold_1" / "train_timing.json").unlink()
+    first_stage = (tmp_path / "jk" / "fold_1" / "stage1" / "train_timing.json").stat().st_mtime
+    rerank_jackknife(tmp_path / "tiny.cfg", corpus, corpus, tmp_path / "jk", folds=2,
+                     max_steps=2, train_beam=1)
+    assert (tmp_path / "jk" / "fold_1" / "train_timing.json").exists()
+    assert (tmp_path / "jk" / "lists_1.msgpack").exists()
+    assert (tmp_path / "jk" / "fold_1" / "stage1" / "train_timing.json").stat().st_mtime == first_stage

@@ -16,8 +16,9 @@ def rerank_jackknife(config: Path, train: Path, dev: Path, output_dir: Path, *, 
     """k-best lists of the whole training split, each part from a pipeline
     trained (both stages, as ``spacy project run train``) on the other
     parts: the errors the shipped pipeline makes on text it never saw.
-    Resumable: a fold whose lists exist is done, a stage whose model exists
-    is not trained again.  Returns the lists' paths."""
+    Resumable: a fold whose lists exist is done, a stage whose timing record
+    exists (written when its training ends) is not trained again; a stage cut
+    off mid-way trains again from its start.  Returns the lists' paths."""
     from spacy.tokens import DocBin
     from spacy.vocab import Vocab
 
@@ -41,11 +42,11 @@ def rerank_jackknife(config: Path, train: Path, dev: Path, output_dir: Path, *, 
         DocBin(store_user_data=True, docs=docs[:bounds[k]] + docs[bounds[k + 1]:]).to_disk(rest)
         DocBin(store_user_data=True, docs=docs[bounds[k]:bounds[k + 1]]).to_disk(held_out)
         stage1, stage2 = stage_configs(config, fold)
-        if not (fold / "stage1" / "model-best").exists():
+        if not (fold / "stage1" / "train_timing.json").exists():
             timed_train_cli(stage1, fold / "stage1", rest, dev, gpu_id, max_steps,
                             [f"components.isbn_parser.beam_width={train_beam}"], None, None)
         set_beam(fold / "stage1" / "model-best", like=config)
-        if not (fold / "model-best").exists():
+        if not (fold / "train_timing.json").exists():
             timed_train_cli(stage2, fold, rest, dev, gpu_id, max_steps,
                             [f"paths.stage1={fold / 'stage1' / 'model-best'}"], None,
                             fold / "stage1" / "train_timing.json")
@@ -83,11 +84,7 @@ def kbest_lists_cli(
     on the corpus, e.g. a jackknife fold's)."""
     from ..reranking.lists import collect, write_lists
 
-    nlp = load_pipeline(model)
-    if beam is not None:
-        for name in nlp.pipe_names:
-            if nlp.get_pipe_meta(name).factory == "isbn_parser":
-                nlp.get_pipe(name).cfg["beam_width"] = beam
+    nlp = _with_beam(load_pipeline(model), beam)
     try:
         lists, correct, n_arcs = collect(nlp, read_docbin(require(corpus, "corpus"), nlp.vocab))
     except ValueError as err:
@@ -95,6 +92,15 @@ def kbest_lists_cli(
     output.parent.mkdir(parents=True, exist_ok=True)
     write_lists(output, lists, correct, n_arcs)
     print(f"{len(lists)} lists ({sum(len(c) for c in correct)} candidates, {n_arcs} arcs) -> {output}")
+
+
+def _with_beam(nlp, beam: Optional[int]):
+    """The pipeline with its conditional parser's beam set (None: its own)."""
+    if beam is not None:
+        for name in nlp.pipe_names:
+            if nlp.get_pipe_meta(name).factory == "isbn_parser":
+                nlp.get_pipe(name).cfg["beam_width"] = beam
+    return nlp
 
 
 @app.command("rerank-train")
@@ -105,17 +111,19 @@ def rerank_train_cli(
     l2: str = Opt("1,3,10,30,100", "--l2", help="the L2 penalties to choose from on dev's first half"),
     buckets: int = Opt(2 ** 18, "--buckets", min=1, help="hashed sparse features"),
     metrics_out: Optional[Path] = Opt(None, "--metrics-out", dir_okay=False, help="the report as JSON"),
-    save: bool = Opt(True, "--save/--no-save", help="save the reranker with the pipeline if it beats the log-linear one on dev's second half"),
+    save: bool = Opt(True, "--save/--no-save", help="save the reranker with the pipeline if it beats the log-linear one on dev's first half"),
+    beam: Optional[int] = Opt(None, "--beam", min=1, help="dev's k-best lists at this beam (default: the pipeline's; not saved)"),
 ):
     """Fit the discriminative reranker on k-best lists, choose its L2 on the
     first half of dev, report on the second (the conditional parser, the
     log-linear reranker, the discriminative one, the oracle), and save it
-    with the pipeline when it is better than the log-linear one there."""
+    with the pipeline when it is better than the log-linear one on the first
+    half (the second only reports)."""
     from ..evaluation.calibration import half_of
     from ..reranking.lists import collect, fit_and_report, read_lists, reranker_name
 
     paths = [require(Path(p), "lists") for p in lists.split(",") if p.strip()]
-    nlp = load_pipeline(model)
+    nlp = _with_beam(load_pipeline(model), beam)
     try:
         name = reranker_name(nlp)
     except ValueError as err:
@@ -132,13 +140,13 @@ def rerank_train_cli(
         print(f"{row}: held-out dev LAS {las:.2f} "
               f"(oracle gap closed {100 * report['oracle_gap_closed'][row]:.1f}%)")
     print(f"oracle {report['oracle_las']:.2f}; L2 {report['l2']} (dev first half: {report['choose_las_by_l2']})")
-    better = report["held_out_las"]["discriminative"] > report["held_out_las"]["log-linear"]
+    better = report["choose_las"]["discriminative"] > report["choose_las"]["log-linear"]
     report["saved"] = bool(save and better)
     if report["saved"]:
         reranker.set_maxent(fitted)
         (Path(model) / name / "maxent").write_bytes(fitted.to_bytes())
         print(f"{model}: {name} reranks with the fitted discriminative reranker")
     else:
-        print(f"{model}: not saved ({'--no-save' if not save else 'no better than the log-linear reranker on the held-out half'})")
+        print(f"{model}: not saved ({'--no-save' if not save else 'no better than the log-linear reranker on the first half'})")
     if metrics_out is not None:
         write_json(metrics_out, report)

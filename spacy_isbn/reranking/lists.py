@@ -87,7 +87,8 @@ def fit_and_report(train: Tuple, choose: Tuple, held_out: Tuple, l2_grid: Sequen
     one with the best LAS on ``choose`` (dev's first half), and report on
     ``held_out`` (dev's second half): the conditional parser's own best,
     the log-linear reranker (``weight`` of log P_gen), the fitted one, the
-    oracle, and the share of the oracle gap each closes."""
+    oracle, and the share of the oracle gap each closes; the LAS of each on
+    ``choose`` too, where the pipeline decides which reranker it keeps."""
     prepared = {}
     for key, (lists, correct, n_arcs) in (("train", train), ("choose", choose),
                                           ("held_out", held_out)):
@@ -102,19 +103,24 @@ def fit_and_report(train: Tuple, choose: Tuple, held_out: Tuple, l2_grid: Sequen
         tried[str(l2)] = las
         if best is None or las > tried[str(chosen_l2)]:
             best, chosen_l2 = model, l2
+
+    def rows(split: str) -> dict:
+        features, correct, n_arcs = prepared[split]
+        conditional = features.dense[:, 0]
+        generative = numpy.where(features.dense[:, 9] > 0, -numpy.inf, features.dense[:, 1])
+        return {"conditional": las_of_choices(conditional, features.offsets, correct, n_arcs),
+                "log-linear": las_of_choices(conditional + weight * generative, features.offsets,
+                                             correct, n_arcs),
+                "discriminative": las_of_choices(best.scores(features), features.offsets,
+                                                 correct, n_arcs)}
+
+    rows_held_out = rows("held_out")
     features, correct, n_arcs = prepared["held_out"]
-    conditional = features.dense[:, 0]
-    generative = numpy.where(features.dense[:, 9] > 0, -numpy.inf, features.dense[:, 1])
-    rows = {"conditional": las_of_choices(conditional, features.offsets, correct, n_arcs),
-            "log-linear": las_of_choices(conditional + weight * generative, features.offsets,
-                                         correct, n_arcs),
-            "discriminative": las_of_choices(best.scores(features), features.offsets, correct,
-                                             n_arcs)}
     oracle = las_of_choices(correct.astype(float), features.offsets, correct, n_arcs)
-    base = rows["conditional"]
-    report = {"held_out_las": rows, "oracle_las": oracle,
+    base = rows_held_out["conditional"]
+    report = {"held_out_las": rows_held_out, "choose_las": rows("choose"), "oracle_las": oracle,
               "oracle_gap_closed": {k: (v - base) / (oracle - base) if oracle > base else 0.0
-                                    for k, v in rows.items()},
+                                    for k, v in rows_held_out.items()},
               "l2": chosen_l2, "choose_las_by_l2": tried, "n_buckets": n_buckets,
               "train_lists": len(train[0]), "held_out_lists": len(held_out[0])}
     return best, report

@@ -297,6 +297,31 @@ def test_rerank_weight_is_chosen_on_dev_and_saved(pipeline, tmp_path):
     assert srsly.read_json(tmp_path / "rerank.json")["las"] == pytest.approx(las)
 
 
+def test_rerank_sweep_reports_each_list_width_and_saves_nothing(pipeline, tmp_path):
+    """Each list width gets its own fitted weight, oracle and speed; at beam
+    1 the list is the parser's one tree, so reranking and the oracle are it."""
+    from spacy.tokens import DocBin
+
+    from spacy_isbn.cli.rerank import rerank_sweep
+
+    nlp, egs = pipeline
+    nlp.to_disk(tmp_path / "nlp")
+    DocBin(docs=[eg.reference for eg in egs[:6]]).to_disk(tmp_path / "dev.spacy")
+    before = (tmp_path / "nlp" / "isbn_parser" / "cfg").read_bytes()
+    result = rerank_sweep(tmp_path / "nlp", tmp_path / "dev.spacy", [(1, 0.0), (4, 0.0)],
+                          [0.0, 0.5, 1.0])
+    narrow, wide = result["settings"]
+    assert (narrow["beam_width"], wide["beam_width"]) == (1, 4)
+    assert narrow["candidates_per_list"] == 1.0 and wide["candidates_per_list"] >= 1.0
+    assert narrow["oracle_las"] == pytest.approx(narrow["las"]["conditional"])
+    assert narrow["las"]["reranked"] == pytest.approx(narrow["las"]["conditional"])
+    for row in result["settings"]:
+        assert row["rerank_weight"] in (0.0, 0.5, 1.0) and row["words_per_second"] > 0
+        assert row["las"]["reranked"] <= row["oracle_las"] + 1e-9
+    assert narrow["speed_vs_first"] == 1.0
+    assert (tmp_path / "nlp" / "isbn_parser" / "cfg").read_bytes() == before
+
+
 def test_rerank_weight_stays_0_where_no_weight_beats_the_parser_on_the_held_out_half(
         pipeline, tmp_path, monkeypatch, capsys):
     """Fitted weights that do worse than the conditional parser alone on the

@@ -5,7 +5,7 @@
     spacy-isbn rerank-train training/ewt/model-best corpus/ewt/dev.spacy --lists training/ewt_jackknife/lists_0.msgpack,training/ewt_jackknife/lists_1.msgpack
 """
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..corpus.files import read_docbin, write_json
 from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, load_pipeline, numbers, require
@@ -150,3 +150,76 @@ def rerank_train_cli(
         print(f"{model}: not saved ({'--no-save' if not save else 'no better than the log-linear reranker on the first half'})")
     if metrics_out is not None:
         write_json(metrics_out, report)
+
+
+def rerank_sweep(model: Path, dev: Path, settings: List[Tuple[int, float]],
+                 weights: List[float], batch_size: int = 64) -> dict:
+    """The log-linear reranker over k-best lists of several widths (the
+    conditional parser's beam and density): per setting, the weight of log
+    P_gen fitted on dev's first half (its words as the raw input), then on
+    the second half the conditional parser's best, the reranked choice, the
+    oracle, the share of the oracle gap closed, and the words per second of
+    the parser and reranker together (both halves, relative to the first
+    setting's), so that a wider list's gain is read against its cost."""
+    import time
+
+    import numpy
+
+    from ..evaluation.calibration import half_of
+    from ..evaluation.reranking import candidate_entries, fit_weights, report
+    from ..pipes.isbn_reranker import FEATURES
+    from ..reranking.lists import reranker_name
+
+    nlp = load_pipeline(model)
+    try:
+        name = reranker_name(nlp)
+    except ValueError as err:
+        raise CliError(f"{model}: {err}") from None
+    docs = read_docbin(require(dev, "corpus"), nlp.vocab)
+    n_words = sum(len(d) for d in docs)
+    conditional = numpy.eye(len(FEATURES))[0]
+    rows = []
+    for beam, density in settings:
+        for pipe_name in nlp.pipe_names:
+            if nlp.get_pipe_meta(pipe_name).factory == "isbn_parser":
+                nlp.get_pipe(pipe_name).cfg.update(beam_width=beam, beam_density=density)
+        start = time.perf_counter()
+        halves = {half: candidate_entries(nlp, name, half_of(docs, half), batch_size)
+                  for half in ("first", "second")}
+        seconds = time.perf_counter() - start
+        fitted = fit_weights(halves["first"][0], conditional, {1: weights})
+        row = report(halves["second"][0], {"conditional": conditional, "reranked": fitted},
+                     halves["second"][1])
+        row.update(beam_width=beam, beam_density=density, rerank_weight=float(fitted[1]),
+                   words_per_second=n_words / seconds,
+                   candidates_per_list=float(numpy.mean([len(c) for _, c in halves["second"][0]])))
+        row["speed_vs_first"] = row["words_per_second"] / rows[0]["words_per_second"] if rows else 1.0
+        rows.append(row)
+        print(f"beam {beam} density {density}: conditional {row['las']['conditional']:.2f}, "
+              f"reranked {row['las']['reranked']:.2f} (weight {row['rerank_weight']}), "
+              f"oracle {row['oracle_las']:.2f}, gap closed "
+              f"{100 * row['oracle_gap_closed']['reranked']:.1f}%, "
+              f"{row['words_per_second']:.0f} words/s ({row['speed_vs_first']:.2f}x)")
+    return {"model": str(model), "dev": str(dev), "words": n_words, "settings": rows}
+
+
+@app.command("rerank-sweep")
+def rerank_sweep_cli(
+    model: Path = Arg(..., help="the shipped pipeline (conditional isbn_parser, then isbn_reranker)", **IN_DIR),
+    dev: Path = Arg(..., help="dev .spacy: the first half fits the weight, the second reports", **IN_FILE),
+    settings: str = Opt("4:0.05,4:0,8:0.05,8:0,16:0.05,16:0,32:0", "--settings",
+                        help="beam:density pairs, comma-separated; the first is the reference for speed"),
+    weights: str = Opt("0,0.1,0.25,0.5,0.75,1,1.5,2", "--weights", help="the grid of log P_gen's weight"),
+    metrics_out: Optional[Path] = Opt(None, "--metrics-out", dir_okay=False, help="the report as JSON"),
+):
+    """Reranking gain against list width and speed (dev; nothing saved)."""
+    pairs = []
+    for item in (s for s in settings.split(",") if s.strip()):
+        beam, _, density = item.partition(":")
+        try:
+            pairs.append((int(beam), float(density or 0)))
+        except ValueError:
+            raise CliError(f"--settings {item!r}: give beam:density, e.g. 8:0.05") from None
+    result = rerank_sweep(model, dev, pairs, numbers(weights, "--weights", float, 0))
+    if metrics_out is not None:
+        write_json(metrics_out, result)

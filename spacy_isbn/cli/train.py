@@ -142,7 +142,7 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     import numpy
 
     from ..evaluation.calibration import half_of
-    from ..evaluation.reranking import correct_arcs, fit_weights, held_out_choice, report
+    from ..evaluation.reranking import candidate_entries, fit_weights, held_out_choice, report
     from ..pipes.isbn_reranker import FEATURES
 
     nlp = load_pipeline(model)
@@ -153,20 +153,9 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     if not weights:
         raise CliError("give at least one weight")
     name = names[0]
-    reranker = nlp.get_pipe(name)
-    halves = {}
-    for half in ("first", "second"):
-        refs = half_of(read_docbin(require(dev, "corpus"), nlp.vocab), half)
-        inputs = [words_doc(d, nlp.vocab) for d in refs]
-        with nlp.select_pipes(disable=[name]):
-            preds = list(nlp.pipe(inputs, batch_size=batch_size))
-        entries, n_arcs = [], 0
-        for ref, cands in zip(refs, reranker.candidates(preds)):
-            for start, _, heads, labels, feats in cands.entries:
-                counts = [correct_arcs(ref, start, h, lab) for h, lab in zip(heads, labels)]
-                entries.append((feats, numpy.array([c for c, _ in counts])))
-                n_arcs += counts[0][1]
-        halves[half] = (entries, n_arcs)
+    docs = read_docbin(require(dev, "corpus"), nlp.vocab)
+    halves = {half: candidate_entries(nlp, name, half_of(docs, half), batch_size)
+              for half in ("first", "second")}
     fit = halves["first"][0]
     conditional = numpy.eye(len(FEATURES))[0]
     single = fit_weights(fit, conditional, {1: weights})

@@ -34,6 +34,25 @@ def correct_arcs(reference, start: int, heads: Sequence[int], labels: Sequence[s
     return correct, scored
 
 
+def candidate_entries(nlp, reranker_name: str, refs: Sequence, batch_size: int = 64
+                      ) -> Tuple[List[Entry], int]:
+    """The pipeline's k-best entries on the gold docs' words (the reranker's
+    features of each candidate, its correct arcs) and the arcs LAS scores."""
+    from ..corpus.readers import words_doc
+
+    reranker = nlp.get_pipe(reranker_name)
+    inputs = [words_doc(d, nlp.vocab) for d in refs]
+    with nlp.select_pipes(disable=[reranker_name]):
+        preds = list(nlp.pipe(inputs, batch_size=batch_size))
+    entries, n_arcs = [], 0
+    for ref, cands in zip(refs, reranker.candidates(preds)):
+        for start, _, heads, labels, feats in cands.entries:
+            counts = [correct_arcs(ref, start, h, lab) for h, lab in zip(heads, labels)]
+            entries.append((feats, numpy.array([c for c, _ in counts])))
+            n_arcs += counts[0][1]
+    return entries, n_arcs
+
+
 def combined(features: numpy.ndarray, weights: numpy.ndarray) -> numpy.ndarray:
     """The log-linear score of each candidate (rows of ``features``); a
     feature with weight 0 is not read, and a tree the generative model

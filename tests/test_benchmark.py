@@ -172,6 +172,63 @@ def test_timed_train_runs_spacy_train_with_the_timed_logger(tmp_path, monkeypatc
     assert (tmp_path / "train" / "model-best").is_dir()
 
 
+def test_a_cut_off_timed_train_resumes_from_its_checkpoint(tmp_path, monkeypatch, capfd):
+    """A training cut off after step 5 of 10 (no timing record, its run not
+    finished) trains the 5 steps left from model-last when started again with
+    the same command; its rows and time cover both parts."""
+    from spacy.cli.init_config import init_config
+
+    import spacy_isbn
+
+    checkout = str(Path(spacy_isbn.__file__).parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])))
+    nlp = spacy.blank("en")
+    DocBin(docs=[make_doc(nlp.vocab, w, t, h, d) for w, t, h, d in TINY_TREEBANK]).to_disk(
+        tmp_path / "tiny.spacy")
+    init_config(lang="en", pipeline=["tagger"], optimize="efficiency").to_disk(tmp_path / "c.cfg")
+    args = dict(train=tmp_path / "tiny.spacy", dev=tmp_path / "tiny.spacy", max_steps=10,
+                overrides=["training.eval_frequency=5"])
+    first = training_time.timed_train(tmp_path / "c.cfg", tmp_path / "train", **args)
+    assert [r["step"] for r in first["rows"]] == [0, 5, 10] and "resumed_at_steps" not in first
+    # cut it off at step 5: the timing record not written, the run not finished
+    out = tmp_path / "train"
+    (out / training_time.TIMING_FILE).unlink()
+    evaluations = (out / "evaluations.jsonl").read_text(encoding="utf8").splitlines()
+    (out / "evaluations.jsonl").write_text("\n".join(evaluations[:2]) + "\n", encoding="utf8")
+    state = srsly.read_json(out / "timed_run.json")
+    srsly.write_json(out / "timed_run.json", {**state, "finished": False})
+    capfd.readouterr()
+    again = training_time.timed_train(tmp_path / "c.cfg", out, **args)
+    assert "resuming" in capfd.readouterr().out
+    assert again["resumed_at_steps"] == [5]
+    assert [r["step"] for r in again["rows"]] == [0, 5, 10] and again["last_step"] == 10
+    seconds = [r["seconds"] for r in again["rows"]]
+    assert seconds == sorted(seconds) and again["seconds_total"] >= seconds[-1]
+    assert (out / "model-best").is_dir() and not (out / "resume").exists()
+    # finished: the same command again has nothing to do; with other data it trains anew
+    capfd.readouterr()
+    assert training_time.timed_train(tmp_path / "c.cfg", out, **args) == srsly.read_json(
+        out / training_time.TIMING_FILE)
+    assert "trained already" in capfd.readouterr().out
+    DocBin(docs=[make_doc(nlp.vocab, w, t, h, d) for w, t, h, d in TINY_TREEBANK[:2]]).to_disk(
+        tmp_path / "tiny.spacy")
+    fresh = training_time.timed_train(tmp_path / "c.cfg", out, **args)
+    assert "resumed_at_steps" not in fresh and "trained already" not in capfd.readouterr().out
+
+
+def test_a_resumed_schedule_goes_on_from_its_offset():
+    from thinc.api import registry as thinc_registry
+
+    from spacy_isbn.evaluation.training_resume import resumed_schedule
+
+    def warmup():
+        return thinc_registry.schedules.get("warmup_linear.v1")(0.005, 3, 10)
+
+    whole = [next(s) for s in [warmup()] for _ in range(10)]
+    resumed = resumed_schedule(warmup(), 4)
+    assert [next(resumed) for _ in range(6)] == whole[4:]
+
+
 def test_timed_train_raises_on_failure(tmp_path, monkeypatch):
     def failing(cmd, **kwargs):
         raise subprocess.CalledProcessError(3, cmd)

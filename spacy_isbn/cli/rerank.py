@@ -39,8 +39,10 @@ def rerank_jackknife(config: Path, train: Path, dev: Path, output_dir: Path, *, 
         fold = output_dir / f"fold_{k}"
         rest, held_out = fold / "train.spacy", fold / "held_out.spacy"
         fold.mkdir(exist_ok=True)
-        DocBin(store_user_data=True, docs=docs[:bounds[k]] + docs[bounds[k + 1]:]).to_disk(rest)
-        DocBin(store_user_data=True, docs=docs[bounds[k]:bounds[k + 1]]).to_disk(held_out)
+        written = [p.stat().st_mtime for p in (rest, held_out) if p.exists()]
+        if len(written) < 2 or min(written) < train.stat().st_mtime:  # kept: a stage resumes on them
+            DocBin(store_user_data=True, docs=docs[:bounds[k]] + docs[bounds[k + 1]:]).to_disk(rest)
+            DocBin(store_user_data=True, docs=docs[bounds[k]:bounds[k + 1]]).to_disk(held_out)
         stage1, stage2 = stage_configs(config, fold)
         if not (fold / "stage1" / "train_timing.json").exists():
             timed_train_cli(stage1, fold / "stage1", rest, dev, gpu_id, max_steps,

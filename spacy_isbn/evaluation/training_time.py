@@ -1,7 +1,8 @@
 """Training wall time: ``spacy train`` in a child process with a registered
 logger (:func:`timed_console_logger`, spaCy's console table plus one JSON
 line per evaluation with its wall-clock time), and the time to the best dev
-score read from those lines."""
+score read from those lines.  A training cut off before its end (a session's
+stop) resumes from its last checkpoint (:mod:`.training_resume`)."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ import srsly
 from spacy.util import registry
 
 from ..corpus.files import project_path, write_json
+from .training_resume import Run
 
 TIMING_FILE = "train_timing.json"
 LOGGER = "spacy_isbn.TimedConsoleLogger.v1"
@@ -122,19 +124,27 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
         if not eq:
             raise ValueError(f"override must be key=value, not {item!r}")
         cmd += ["--" + key.lstrip("-"), value]
+    command = [project_path(a) if os.path.isabs(a) else a for a in cmd]  # no machine paths
+    run = Run(output, command, Path(config), inputs=[train, dev, after])
+    timing_out = Path(timing_out) if timing_out else output / TIMING_FILE
+    if run.done and timing_out.exists():
+        print(f"{output}: trained already with this command, config and data ({timing_out}); "
+              f"delete {run.path} to train again", flush=True)
+        return srsly.read_json(timing_out)
     print("running: " + " ".join(cmd), flush=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     started = time.time()
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env)
+    subprocess.run(run.resumed_command(cmd), check=True, env=env)
     total = time.perf_counter() - start
-    rows = read_evaluations(evaluations, started)
+    rows = run.all_rows(read_evaluations(evaluations, started), started)
+    total += run.earlier_seconds()
     result = training_timing(rows, total)
-    command = [project_path(a) if os.path.isabs(a) else a for a in cmd]  # no machine paths
     result.update(command=command, rows=rows, method=(
         "wall time of the whole `spacy train` process; seconds_to_best = time at which "
         "the best evaluation was logged (measured), seconds_to_best_estimate = "
         "seconds_total * best_step / last_step"))
+    run.finish(result)
     if after is not None:
         earlier = load_timing(after)
         if earlier is None:
@@ -143,7 +153,6 @@ def timed_train(config: Path, output: Path, *, train: Optional[Path] = None,
             if result.get(key) is not None:
                 result[key] += earlier["seconds_total"]
         result["earlier_stage"] = earlier
-    timing_out = Path(timing_out) if timing_out else output / TIMING_FILE
     timing_out.parent.mkdir(parents=True, exist_ok=True)
     write_json(timing_out, result)
     print(f"training: {total:.1f}s, best score {result['best_score']} at step "

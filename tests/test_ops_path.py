@@ -15,6 +15,7 @@ from thinc.api import NumpyOps, fix_random_seed
 
 from spacy_isbn.model import exploration, heads, isbn, step
 from spacy_isbn.model.batch import DerivationBatch
+from spacy_isbn.model.heads import HEAD_PARAMS, Heads
 from spacy_isbn.model.step import HostCore, on_host
 
 from .device_ops import Device, DeviceOps, to_device, tok2vec_on_device
@@ -137,6 +138,105 @@ def test_the_search_reads_a_core_on_other_ops_through_its_host_copy():
     found = [[(t.head.i, t.dep_) for t in doc] for doc in parser.pipe(nlp.pipe(
         [doc.text for doc in docs]))]
     assert found == expected
+
+
+def _heads(ops):
+    """The heads of the tiny core on ``ops`` (label smoothing's offsets set)."""
+    model = _setup()[0]
+    offsets = numpy.random.default_rng(5).normal(-1.0, 0.3, (3, model.get_dim("nL")))
+    model.attrs["label_offsets"] = offsets.tolist()
+    to_device(ops, model)
+    return Heads(model)
+
+
+def _same(compiled, on_ops, rtol=1e-6):
+    """``on_ops`` is on the device, and gives ``compiled``'s numbers."""
+    on_ops = on_ops if isinstance(on_ops, tuple) else (on_ops,)
+    compiled = compiled if isinstance(compiled, tuple) else (compiled,)
+    for a, b in zip(compiled, on_ops):
+        assert isinstance(b, Device) and type(a) is numpy.ndarray
+        if a.dtype.kind in "iu":
+            numpy.testing.assert_array_equal(numpy.asarray(b), a)
+        else:
+            numpy.testing.assert_allclose(numpy.asarray(b), a, rtol=rtol, atol=1e-6)
+
+
+def test_the_heads_on_other_ops_give_the_compiled_numbers():
+    """Every method of :class:`Heads` runs on the device: the search's
+    compiled kernels (picked, ranged picks, top labels, a step's actions,
+    tags and labels, a tag's bundles and forms) and their array path agree."""
+    cpu, dev = _heads(NumpyOps()), _heads(DeviceOps())
+    assert cpu.compiled and not dev.compiled
+    rng = numpy.random.default_rng(0)
+    H = rng.random((7, 6)).astype("float32")
+    H_dev = DeviceOps().asarray(H)
+    masks = rng.random((7, 4)) < 0.7
+    masks[:, 0] = True
+    targets = numpy.array([0, 1, 2, 3, 0, 0, 1])
+    row_of = numpy.array([6, 0, 0, 3, 2, 5, 1])
+    for fn in ("logprobs", "picked"):
+        args = ("a", H, masks) + ((targets, None, row_of) if fn == "picked" else ())
+        _same(getattr(cpu, fn)(*args), getattr(dev, fn)("a", H_dev, *args[2:]))
+    states, tags = numpy.array([0, 3, 3, 5, 6, 1]), numpy.array([1, 1, 4, 1, 0, 4])
+    for key, ranges in (("b", cpu.bundle_ranges), ("f", cpu.form_ranges)):
+        chosen = numpy.array([ranges[t][0] + i % 2 for i, t in enumerate(tags)])
+        _same(cpu.ranged_picked(key, H, states, tags, chosen),
+              dev.ranged_picked(key, H_dev, states, tags, chosen))
+    kinds = rng.integers(0, 3, (7, 2)).astype("int32")
+    end_legal = numpy.array([True, False, True, True, False, True, False])
+    floor = numpy.full(7, -2.0)
+    for k in (1, 2, 5):  # 5: more than a kind allows (label 0 at -inf)
+        _same(cpu.top_labels(H, 2, kinds[:, 1], k), dev.top_labels(H_dev, 2, kinds[:, 1], k))
+        _same(cpu.step_logprobs(H, masks, masks, floor, end_legal, kinds, [1, 2], k),
+              dev.step_logprobs(H_dev, masks, masks, floor, end_legal, kinds, [1, 2], k))
+    _same(cpu.label_logprobs(H, 1, kinds[:, 0]), dev.label_logprobs(H_dev, 1, kinds[:, 0]))
+    labels = numpy.array([0, 3, 4, 1, 2, 0, 3])
+    lp = cpu.picked("l", H, cpu.label_masks[kinds[:, 0]], labels, 0)
+    _same(cpu.smoothed_labels(kinds[:, 0], labels, lp),
+          dev.smoothed_labels(kinds[:, 0], labels, DeviceOps().asarray(lp)))
+    tag, n = 2, len(H)
+    bundles = numpy.arange(n) % 2 + cpu.bundle_ranges[tag][0]
+    forms = numpy.arange(n) % 11 + cpu.form_ranges[tag][0]
+    for fn, args in (("bundles_and_form", (tag, forms)),
+                     ("bundle_and_form", (tag, bundles, forms)),
+                     ("form_logprobs", (tag, forms)), ("bundle_logprobs", (tag,)),
+                     ("tag_logprobs", (end_legal,)), ("end", (end_legal,)),
+                     ("word", (end_legal, tag, int(bundles[1]), int(forms[3]))),
+                     ("word", (end_legal, cpu.nT, 0, 0))):
+        _same(getattr(cpu, fn)(H, *args), getattr(dev, fn)(H_dev, *args))
+
+
+def test_the_heads_backprop_on_other_ops_as_on_numpys():
+    """``score`` (one target, or a set of them) and its backprop: log-probs,
+    the means' gradients and, flushed, the head weights' gradients."""
+    out = []
+    for ops in (NumpyOps(), DeviceOps()):
+        heads = _heads(ops)
+        rng = numpy.random.default_rng(1)
+        H = ops.asarray(rng.random((5, 6)).astype("float32"))
+        masks = numpy.ones((5, 4), dtype=bool)
+        masks[1:3, 2] = False
+        zero_cost = masks & (rng.random((5, 4)) < 0.5)
+        zero_cost[:, 0] = True
+        kinds = numpy.array([0, 0, 2, 1, 0])
+        results = []
+        for key, mask, target, rows_lo in (
+                ("a", masks, zero_cost, None), ("a", masks, numpy.array([0, 1, 3, 2, 0]), None),
+                ("l", heads.label_masks[kinds], numpy.array([1, 0, 4, 3, 2]), heads.nL),
+                ("t", numpy.ones((5, heads.nT + 1), bool), numpy.array([0, 6, 2, 2, 1]), None)):
+            lp, backprop = heads.score(key, H, mask, target, rows_lo=rows_lo)
+            results.append((lp, backprop(ops.asarray(numpy.linspace(-1.0, 1.0, 5, dtype="f")))))
+        heads.flush()
+        out.append((results, {name: heads.core.get_grad(name)
+                              for names in HEAD_PARAMS.values() for name in names
+                              if heads.core.has_grad(name)}))
+    (results, grads), (results_dev, grads_dev) = out
+    for (lp, d_H), (lp_dev, d_H_dev) in zip(results, results_dev):
+        _same(lp, lp_dev)
+        _same(d_H, d_H_dev)
+    assert grads.keys() == grads_dev.keys() == {"Wa", "ba", "Wl", "bl", "Wt", "bt"}
+    for name in grads:
+        _same(grads[name], grads_dev[name])
 
 
 # the training path, ops arrays throughout: inputs from the transition

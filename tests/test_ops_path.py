@@ -13,7 +13,7 @@ import numpy
 import pytest
 from thinc.api import NumpyOps, fix_random_seed
 
-from spacy_isbn.model import exploration, heads, isbn, step
+from spacy_isbn.model import exploration, heads, isbn, meanfield, step
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.heads import HEAD_PARAMS, Heads
 from spacy_isbn.model.step import HostCore, on_host
@@ -61,17 +61,24 @@ def test_teacher_forcing_on_ops_gives_the_compiled_losses_and_gradients(latent_e
     numpy.testing.assert_array_equal(scored_ops, scored)
 
 
-def test_mean_field_trains_on_the_cpu_only_and_scores_anywhere():
-    """Its re-estimation is numpy code: other ops refuse to train it, and
-    score it through the host copy."""
-    model, _, _, _, derivs = _setup()
-    model.attrs.update(approximation="meanfield", iterations=2)
-    batch = DerivationBatch.from_derivations(derivs)
-    scored = model(batch, is_train=False)[0]
-    to_device(DeviceOps(), model)
-    with pytest.raises(ValueError, match="CPU only"):
-        model(batch, is_train=True)
-    numpy.testing.assert_array_equal(model(batch, is_train=False)[0], scored)
+@pytest.mark.parametrize("iterations", [0, 2])
+def test_mean_field_on_ops_gives_the_compiled_losses_and_gradients(iterations):
+    """Mean field's re-estimation (:mod:`.meanfield`) trains on the ops too;
+    scoring reads the host copy, the compiled numbers themselves."""
+    out = []
+    for ops in (NumpyOps(), DeviceOps()):
+        model, _, _, _, derivs = _setup()
+        model.attrs.update(approximation="meanfield", iterations=iterations)
+        to_device(ops, model)
+        batch = DerivationBatch.from_derivations(derivs)
+        ll, backprop = model(batch, is_train=True)
+        assert isinstance(ll, Device) == isinstance(ops, DeviceOps)
+        backprop(ops.asarray(numpy.full(ll.shape, -1.0, dtype="float32")))
+        out.append((ops.to_numpy(ll), _grads(model), model(batch, is_train=False)[0]))
+    (ll, grads, scored), (ll_ops, grads_ops, scored_ops) = out
+    numpy.testing.assert_allclose(ll_ops, ll, rtol=1e-5)
+    _assert_same(grads, grads_ops, rtol=1e-4)
+    numpy.testing.assert_array_equal(scored_ops, scored)
 
 
 def _conditional(ops, explore_rate=0.0):
@@ -247,8 +254,12 @@ OPS_PATH = [isbn._forward, isbn.conditional_forward, isbn.project_tokens,
             isbn.negative_log_likelihood, step._ops_latent_step, step.means,
             step.dropout_mask, step.flush_table_gradient, step.History, step.Table,
             step.embedding_table, heads.Heads.score, heads.Heads.logprobs,
-            heads.Heads.zero_grads, heads.Heads.flush, exploration.Rollout.loss,
-            exploration.Rollout._decide]
+            heads.Heads.zero_grads, heads.Heads.flush, heads.Heads._word_split,
+            heads.Heads.form_logprobs, heads.Heads.continuation, heads.Heads.word,
+            exploration.Rollout.loss, exploration.Rollout._decide, isbn._meanfield_backward,
+            meanfield._Fused.segment_max, meanfield._Fused.expectations,
+            meanfield._Fused.backward, meanfield._evaluate, meanfield.solve,
+            meanfield.solve_backward]
 
 
 # numpy arrays the ops path hands the CPU on purpose: History's state ids,
@@ -258,8 +269,8 @@ CPU_OUTPUTS = {step.History: {"arange"}, isbn.project_tokens: {"cumsum"}}
 
 @pytest.mark.parametrize("function", OPS_PATH, ids=lambda f: f.__qualname__)
 def test_the_ops_path_creates_no_numpy_array(function):
-    """No ``numpy.`` call in the training path's source (mean field's
-    helpers are CPU code, apart; ``numpy.ndarray``/``inf`` are no arrays)."""
+    """No ``numpy.`` call in the training path's source (``numpy.ndarray``
+    and ``inf`` are no arrays)."""
     source = inspect.getsource(function)
     source = re.sub(r'""".*?"""', "", source, flags=re.S)  # docstrings
     calls = re.findall(r"\bnumpy\.(\w+)", source)

@@ -11,7 +11,8 @@ import re
 
 import numpy
 import pytest
-from thinc.api import NumpyOps, fix_random_seed
+import spacy
+from thinc.api import Adam, NumpyOps, fix_random_seed
 
 from spacy_isbn.model import exploration, heads, isbn, meanfield, step
 from spacy_isbn.model.batch import DerivationBatch
@@ -22,6 +23,7 @@ from .device_ops import Device, DeviceOps, to_device, tok2vec_on_device
 from .test_conditional import SENTENCES, gold_doc
 from .test_exploration import CORE_PARAMS, _parser
 from .test_model import _setup
+from .test_reranker import tagged_examples
 
 
 def _grads(model):
@@ -125,6 +127,71 @@ def test_exploration_on_ops_gives_the_compiled_losses_and_gradients():
     (loss, grads), (loss_ops, grads_ops) = out
     assert loss_ops == pytest.approx(loss, rel=1e-9)
     _assert_same(grads, grads_ops, rtol=1e-7)
+
+
+def _train(pipe, egs, layers, steps=3):
+    """``steps`` updates of ``pipe`` (Adam) whose ``layers`` are on their
+    ops: per step the loss, the gradients of ``layers`` (checked to be on
+    their device) before the optimizer's step; then the parameters."""
+    optimizer = Adam(0.01, use_averages=False)  # thinc keeps the averages by get_array_ops: numpy's here
+    out = []
+    numpy.random.seed(3)  # exploration's and dropout's draws
+    for _ in range(steps):
+        losses = pipe.update(egs)
+        out.append((losses[pipe.name], [_grads(layer) for layer in layers]))
+        pipe.finish_update(optimizer)
+    params = [{name: layer.ops.to_numpy(layer.get_param(name)) for name in layer.param_names}
+              for layer in layers]
+    return out, params
+
+
+def _assert_same_training(compiled, on_ops, rel):
+    (steps, params), (steps_ops, params_ops) = compiled, on_ops
+    for (loss, grads), (loss_ops, grads_ops) in zip(steps, steps_ops):
+        assert loss_ops == pytest.approx(loss, rel=rel)
+        for layer, layer_ops in zip(grads, grads_ops):
+            _assert_same(layer, layer_ops, rtol=1e-3)
+    for layer, layer_ops in zip(params, params_ops):
+        _assert_same(layer, layer_ops, rtol=1e-4)
+
+
+def test_the_parser_trains_with_exploration_on_ops_as_on_numpys():
+    """Three steps of ``isbn_parser.update`` with exploration (from the
+    first step) and Adam, float32 as it trains: each step's loss and
+    gradients (the core's, the projection's), and the parameters after."""
+    out = []
+    for ops in (NumpyOps(), DeviceOps()):
+        nlp, parser, egs = _conditional(ops, explore_rate=0.5)
+        layers = [parser.core, parser.model.get_ref("projection")]
+        out.append(_train(parser, egs[:4], layers))
+        assert parser._explores()
+    _assert_same_training(*out, rel=1e-5)
+
+
+def _reranker():
+    """A generative ``isbn_reranker`` alone, initialised on tiny tagged docs."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    reranker = nlp.add_pipe("isbn_reranker", config={"model": {
+        "@architectures": "spacy_isbn.ISBNParser.v1", "hidden_width": 12, "init_scale": 0.5,
+        "dropout": 0.2}})
+    egs = tagged_examples(nlp, 6)
+    for eg in egs:  # the tags a tagger before it gives
+        for token, gold in zip(eg.predicted, eg.reference):
+            token.tag_ = gold.tag_
+    nlp.initialize(lambda: egs)
+    return reranker, egs
+
+
+def test_the_generative_reranker_trains_on_ops_as_on_numpys():
+    """Three steps of the reranker's ``update`` (teacher forcing, dropout on
+    the means) and Adam: losses, gradients and parameters."""
+    out = []
+    for ops in (NumpyOps(), DeviceOps()):
+        reranker, egs = _reranker()
+        to_device(ops, reranker.model)
+        out.append(_train(reranker, egs, [reranker.model]))
+    _assert_same_training(*out, rel=1e-5)
 
 
 def test_the_search_reads_a_core_on_other_ops_through_its_host_copy():

@@ -61,6 +61,10 @@ def test_teacher_forcing_on_ops_gives_the_compiled_losses_and_gradients(latent_e
     _assert_same(grads, grads_ops, rtol=1e-4)
     # scoring reads the core on the CPU: the compiled numbers themselves
     numpy.testing.assert_array_equal(scored_ops, scored)
+    # and its arithmetic runs on the device too, the heads' array path
+    on_device = isbn._forward(model, batch, False)[0]
+    assert isinstance(on_device, Device)
+    numpy.testing.assert_allclose(numpy.asarray(on_device), scored, rtol=1e-6)
 
 
 @pytest.mark.parametrize("iterations", [0, 2])
@@ -319,7 +323,8 @@ def test_the_heads_backprop_on_other_ops_as_on_numpys():
 # scatter_to_sources (NumpyOps only) is cut at its `compiled(...)` test
 OPS_PATH = [isbn._forward, isbn.conditional_forward, isbn.project_tokens,
             isbn.negative_log_likelihood, step._ops_latent_step, step.means,
-            step.dropout_mask, step.flush_table_gradient, step.History, step.Table,
+            isbn._picked_scores, step.dropout_mask, step.flush_table_gradient, step.History,
+            step.Table,
             step.embedding_table, heads.Heads.score, heads.Heads.logprobs,
             heads.Heads.zero_grads, heads.Heads.flush, heads.Heads._word_split,
             heads.Heads.form_logprobs, heads.Heads.continuation, heads.Heads.word,

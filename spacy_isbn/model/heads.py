@@ -58,7 +58,7 @@ class Heads:
         # (kinds, labels) smoothing's offsets (:meth:`smoothed_labels`), None: none
         offsets = attrs.get("label_offsets")
         self.label_offsets = self.ops.asarray(offsets) if offsets else None
-        self._grads: Dict[str, Tuple[numpy.ndarray, numpy.ndarray]] = {}
+        self._grads: Dict[str, Tuple[Floats2d, Floats1d]] = {}
         self._stacked: dict = {}  # the search's stacked weights, made on first use
 
     # -- any head -----------------------------------------------------------------

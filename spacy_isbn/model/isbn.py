@@ -240,7 +240,7 @@ def init(model: Model, X=None, Y=None) -> Model:
     return model
 
 
-def negative_log_likelihood(ll, n_words: int, per_word: bool) -> Tuple[float, numpy.ndarray]:
+def negative_log_likelihood(ll: Floats1d, n_words: int, per_word: bool) -> Tuple[float, Floats1d]:
     """Negative log-likelihood of a batch of gold derivations and its
     gradient with respect to each derivation's log-likelihood ``ll``: their
     sum over the batch's decisions, as spaCy's own components take their
@@ -467,16 +467,19 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
 
 
 def _picked_scores(heads: Heads, batch: DerivationBatch, M: dict, group_of: dict, ll):
-    """Scoring (no training) on the CPU: every decision's log-prob, from the
-    compiled softmaxes the shared forward reads too, added to ``ll``."""
+    """Scoring (no training): every decision's log-prob, from the softmaxes
+    the shared forward reads too (:meth:`.heads.Heads.picked`: compiled on
+    the CPU, where :func:`forward` scores), added to ``ll``."""
+    ops = heads.ops
     B, T, nH = M["a"].shape
     for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
-        lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
+        lp = heads.picked(key, M[key][tuple(ops.asarray(i) for i in sel)], mask, ob.target,
+                          rows_lo)
         if key == "l":
             lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
-        numpy.add.at(ll, group_of[key][sel], lp)
+        ops.scatter_add(ll, ops.asarray(group_of[key][sel]), lp)
     for key, (b, t), tags, targets in ranged_decisions(batch):
-        numpy.add.at(ll, group_of[key][b, t], heads.ranged_picked(
+        ops.scatter_add(ll, ops.asarray(group_of[key][b, t]), heads.ranged_picked(
             key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
     return ll
 

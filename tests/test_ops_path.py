@@ -87,10 +87,10 @@ def test_mean_field_on_ops_gives_the_compiled_losses_and_gradients(iterations):
     numpy.testing.assert_array_equal(scored_ops, scored)
 
 
-def _conditional(ops, explore_rate=0.0):
+def _conditional(ops, explore_rate=0.0, explore_warmup=0):
     """A conditional parser whose model (but tok2vec's layers) is on ``ops``."""
     fix_random_seed(0)
-    nlp, parser, egs = _parser(explore_rate=explore_rate)
+    nlp, parser, egs = _parser(explore_rate=explore_rate, explore_warmup=explore_warmup)
     if isinstance(ops, DeviceOps):
         tok2vec_on_device(ops, parser.model.get_ref("tok2vec"))
         to_device(ops, parser.model, parser.model.get_ref("projection"), parser.core)
@@ -160,12 +160,12 @@ def _assert_same_training(compiled, on_ops, rel):
 
 
 def test_the_parser_trains_with_exploration_on_ops_as_on_numpys():
-    """Three steps of ``isbn_parser.update`` with exploration (from the
-    first step) and Adam, float32 as it trains: each step's loss and
-    gradients (the core's, the projection's), and the parameters after."""
+    """Three steps of ``isbn_parser.update`` and Adam, float32 as it trains:
+    teacher forcing, then exploration; each step's loss and gradients (the
+    core's, the projection's), and the parameters after."""
     out = []
     for ops in (NumpyOps(), DeviceOps()):
-        nlp, parser, egs = _conditional(ops, explore_rate=0.5)
+        nlp, parser, egs = _conditional(ops, explore_rate=0.5, explore_warmup=1)
         layers = [parser.core, parser.model.get_ref("projection")]
         out.append(_train(parser, egs[:4], layers))
         assert parser._explores()

@@ -2,7 +2,9 @@
 thinc ``Ops`` whose arrays are :class:`Device` arrays.  Like CuPy's, they
 refuse to mix with plain numpy arrays in arithmetic (ufuncs) and in numpy's
 functions (integer arrays aside: indices and split points, which CuPy takes
-too), and what the ops' ``xp`` creates is on the device.  Code that runs on
+too), and what the ops' ``xp`` creates is on the device.  Stricter than
+CuPy, which copies them over unasked, they refuse numpy index arrays and
+assigned numpy arrays: what crosses, crosses by ``ops.asarray``.  Code that runs on
 these ops makes no numpy array where CuPy would need its own; it runs on
 numpy's arithmetic, so its numbers are the CPU's."""
 import numpy
@@ -22,6 +24,15 @@ class Device(numpy.ndarray):
         if out is not None:
             return out[0] if len(out) == 1 else out
         return _wrap(result)
+
+    def __getitem__(self, key):
+        _refuse_host_index("indexing", key)
+        return super().__getitem__(key)
+
+    def __setitem__(self, key, value):
+        _refuse_host_index("assignment", key)
+        _refuse_mixing("assignment", [self, value])
+        super().__setitem__(key, value)
 
     def __array_function__(self, func, types, args, kwargs):
         # integer arrays may be indices or split points (thinc's unflatten)
@@ -45,6 +56,16 @@ def _refuse_mixing(name, arrays):
     if any(isinstance(x, Device) for x in arrays) and any(
             not isinstance(x, Device) and x.ndim > 0 for x in arrays):
         raise TypeError(f"{name}: a numpy array among device arrays")
+
+
+def _refuse_host_index(name, key):
+    """Index arrays must be on the device too: code that indexes device
+    arrays with the CPU's (which CuPy would copy over, unasked) crosses by
+    ``ops.asarray`` instead."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, numpy.ndarray) and not isinstance(k, Device) and k.ndim > 0
+           for k in keys):
+        raise TypeError(f"{name}: a numpy index array into a device array")
 
 
 def _plain(x):

@@ -7,22 +7,24 @@ ask it for log-probs, the log-probs of picked outcomes, the top labels and
 the gradients; mean field asks it for the decisions it observes
 (:class:`~.meanfield.Observed`).  Nothing else reads the head weights.
 
-Training's methods (:meth:`Heads.score`, :meth:`Heads.logprobs`, the
-gradients) run on the core's ops, on any device.  The search's (the
-compiled kernels ``picked_log_softmax``, ``masked_top_k``,
-``action_tag_logprobs``, ``picked_log_softmax2``, ``log_softmax_and_pick``:
-its hot paths) run on the CPU: the search gives them a core read through
-:func:`.step.on_host`."""
+Every method runs on the core's ops, on any device.  Where they are
+numpy's (the search reads its core through :func:`.step.on_host`) the
+search's hot paths take the compiled kernels (``picked_log_softmax``,
+``masked_top_k``, ``action_tag_logprobs``, ``picked_log_softmax2``,
+``log_softmax_and_pick``); other ops (CuPy's) take the same method's array
+path (``ops.xp``), which gives the same numbers (tests/test_ops_path.py).
+Outcomes, masks and state ids may come as numpy (the transition states
+make them): they cross to the device by ``ops.asarray``."""
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from thinc.api import Model
-from thinc.types import Floats1d, Floats2d
+from thinc.types import Floats1d, Floats2d, Ints2d
 
 from ._kernels import (action_tag_logprobs, log_softmax_and_pick, masked_top_k, picked_log_softmax,
                        picked_log_softmax2)
 from .meanfield import Observed
-from .step import gemm, log_softmax, logsumexp, masked_log_softmax, row_products
+from .step import compiled, gemm, log_softmax, logsumexp, masked_log_softmax, row_products
 
 # head -> its weights and biases among the core's parameters
 HEAD_PARAMS = {"a": ("Wa", "ba"), "l": ("Wl", "bl"), "t": ("Wt", "bt"), "b": ("Wb", "bb"),
@@ -42,7 +44,8 @@ class Heads:
     def __init__(self, core: Model):
         """``core``: the model (its ops' arrays: training) or what
         :func:`~.step.on_host` gives (numpy: the compiled search's methods)."""
-        self.core, self.ops = core, core.ops
+        self.core, self.ops, self.xp = core, core.ops, core.ops.xp
+        self.compiled = compiled(core.ops)  # the kernels' path (numpy's ops) or the arrays'
         self.W = {key: core.get_param(w) for key, (w, _) in HEAD_PARAMS.items()}
         self.b = {key: core.get_param(b) for key, (_, b) in HEAD_PARAMS.items()}
         self.nL, self.nT = core.get_dim("nL"), core.get_dim("nT")
@@ -54,8 +57,8 @@ class Heads:
                        for key, name in RANGED.items()}
         # (kinds, labels) smoothing's offsets (:meth:`smoothed_labels`), None: none
         offsets = attrs.get("label_offsets")
-        self.label_offsets = numpy.asarray(offsets) if offsets else None
-        self._grads: Dict[str, Tuple[numpy.ndarray, numpy.ndarray]] = {}
+        self.label_offsets = self.ops.asarray(offsets) if offsets else None
+        self._grads: Dict[str, Tuple[Floats2d, Floats1d]] = {}
         self._stacked: dict = {}  # the search's stacked weights, made on first use
 
     # -- any head -----------------------------------------------------------------
@@ -64,34 +67,46 @@ class Heads:
             return self.W[key], self.b[key]
         return self.W[key][rows_lo: rows_lo + K], self.b[key][rows_lo: rows_lo + K]
 
-    def logprobs(self, key: str, H, mask, rows_lo=None) -> numpy.ndarray:
+    def logprobs(self, key: str, H, mask, rows_lo=None) -> Floats2d:
         """(N, K) log-probs of head ``key`` over the outcomes ``mask`` (N, K)
         allows; with ``rows_lo`` the head is rows ``rows_lo:rows_lo+K`` (a
         contiguous Phi range, e.g. a label block)."""
         W, b = self._rows(key, rows_lo, mask.shape[1])
         return masked_log_softmax(row_products(self.ops, H, W) + b, self.ops.asarray(mask))
 
-    def picked(self, key: str, H, mask, targets, rows_lo=None, row_of=None) -> numpy.ndarray:
+    def picked(self, key: str, H, mask, targets, rows_lo=None, row_of=None) -> Floats1d:
         """The log-prob of each decision's target: decision i reads state
         ``row_of[i]`` of ``H`` (default: state i), whose outcomes ``mask``
-        (a row per state) allows; each state's softmax once, compiled (the
-        search's arithmetic).  What scoring (no training) reads, the plain
-        forward and the shared one alike."""
+        (a row per state) allows; each state's softmax once (:meth:`_pick`).
+        What scoring (no training) reads, the plain forward and the shared
+        one alike."""
         W, b = self._rows(key, rows_lo, mask.shape[1])
-        logits = numpy.ascontiguousarray(row_products(self.ops, H, W) + b)
         row_of = numpy.arange(len(H)) if row_of is None else row_of
+        return self._pick(row_products(self.ops, H, W) + b, mask, row_of, targets)
+
+    def _pick(self, logits: Floats2d, mask, row_of, targets) -> Floats1d:
+        """``log_softmax(logits[row_of[i]])[targets[i]]`` over the columns
+        ``mask`` (a row per row of ``logits``; None: all) allows, -inf where
+        the target is not allowed: the compiled ``picked_log_softmax`` (the
+        search's arithmetic), or the same by the ops' arrays."""
+        if not self.compiled:
+            logp = (log_softmax(logits) if mask is None
+                    else masked_log_softmax(logits, self.ops.asarray(mask)))
+            return logp[self.ops.asarray(row_of), self.ops.asarray(targets)]
         out = numpy.empty(len(row_of), dtype=logits.dtype)
-        picked_log_softmax(logits, numpy.ascontiguousarray(mask.view("uint8")),
+        masks = numpy.zeros((0, logits.shape[1]), "uint8") if mask is None else mask.view("uint8")
+        picked_log_softmax(numpy.ascontiguousarray(logits), numpy.ascontiguousarray(masks),
                            numpy.ascontiguousarray(row_of, dtype="int64"),
                            numpy.ascontiguousarray(targets, dtype="int64"), out)
         return out
 
-    def ranged_picked(self, key: str, H, states, tags, targets) -> numpy.ndarray:
+    def ranged_picked(self, key: str, H, states, tags, targets) -> Floats1d:
         """The log-probs of bundle or form decisions (``key`` "b" or "f"),
         whose outcomes are their tag's range of the head's rows (``targets``:
         rows of W): decision i reads state ``states[i]`` of ``H``.  Each
         distinct (state, tag)'s softmax once: per tag one product of its
-        states, then one compiled softmax and pick."""
+        states, then one softmax and pick (:meth:`_pick`).  ``states``, ``tags``
+        and ``targets``: numpy ints."""
         ranges = self.ranges[key]
         _, first, inverse = numpy.unique(tags * len(H) + states, return_index=True,
                                          return_inverse=True)
@@ -102,16 +117,14 @@ class Heads:
         distinct_tags = tags[first]
         runs = numpy.concatenate([[0], numpy.flatnonzero(numpy.diff(distinct_tags)) + 1,
                                   [len(first)]])
-        out = numpy.empty(len(states), dtype=H.dtype)
+        ops = self.ops
+        out = ops.alloc1f(len(states), dtype=H.dtype)
         for a, b in zip(runs[:-1], runs[1:]):  # one tag's distinct states
             lo, hi = ranges[distinct_tags[a]]
             mine = order[starts[a]: starts[b]]
-            logits = (row_products(self.ops, H[states[first[a:b]]], self.W[key][lo:hi])
+            logits = (row_products(ops, H[ops.asarray(states[first[a:b]])], self.W[key][lo:hi])
                       + self.b[key][lo:hi])
-            part = numpy.empty(len(mine), dtype=H.dtype)
-            picked_log_softmax(numpy.ascontiguousarray(logits), numpy.zeros((0, hi - lo), "uint8"),
-                               inverse[mine] - a, targets[mine] - lo, part)
-            out[mine] = part
+            out[ops.asarray(mine)] = self._pick(logits, None, inverse[mine] - a, targets[mine] - lo)
         return out
 
     def score(self, key: str, H, mask, targets, rows_lo=None) -> Tuple[Floats1d, Callable]:
@@ -210,7 +223,7 @@ class Heads:
         return out
 
     # -- labels -------------------------------------------------------------------------
-    def smoothed_labels(self, kinds, labels, lp: numpy.ndarray) -> numpy.ndarray:
+    def smoothed_labels(self, kinds, labels, lp: Floats1d) -> Floats1d:
         """The scored log-probs ``lp`` of labels with the model's
         ``label_offsets`` (kind, label) added: where the label was seen on
         its kind of arc, log(1 - escape); elsewhere, where the masked softmax
@@ -221,140 +234,175 @@ class Heads:
         if self.label_offsets is None:
             return lp
         kinds, labels = numpy.asarray(kinds, "int64"), numpy.asarray(labels, "int64")
-        offset = self.label_offsets[kinds, labels]
-        seen = self.label_masks[kinds, labels]
-        return numpy.where(seen, lp + offset, offset).astype(lp.dtype)
+        offset = self.label_offsets[self.ops.asarray(kinds), self.ops.asarray(labels)]
+        seen = self.ops.asarray(self.label_masks[kinds, labels])
+        return self.xp.where(seen, lp + offset, offset).astype(lp.dtype)
 
-    def label_logprobs(self, H, action: int, kinds) -> numpy.ndarray:
+    def label_logprobs(self, H, action: int, kinds) -> Floats2d:
         """(N, nL) log-probs of the labels that follow ``action`` from each
         state, masked by each row's label kind (smoothed where the model is:
         then every label has its log-prob, those the kind never saw too)."""
-        kinds = numpy.asarray(kinds)
-        lp = self.logprobs("l", H, self.label_masks[kinds],
-                           rows_lo=self.label_blocks[action] * self.nL)
+        masks = self.label_masks[numpy.asarray(kinds)]
+        lp = self.logprobs("l", H, masks, rows_lo=self.label_blocks[action] * self.nL)
         if self.label_offsets is None:
             return lp
-        offsets = self.label_offsets[kinds]
-        return numpy.where(self.label_masks[kinds], lp + offsets, offsets)
+        offsets = self.label_offsets[self.ops.asarray(kinds)]
+        return self.xp.where(self.ops.asarray(masks), lp + offsets, offsets)
 
-    def top_labels(self, H, action: int, kinds, k: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def top_labels(self, H, action: int, kinds, k: int) -> Tuple[Ints2d, Floats2d]:
         """The ``k`` most likely labels after ``action`` from each state (best
-        first) and their log-probs, as :meth:`label_logprobs` gives them."""
-        if "label_masks" not in self._stacked:
-            self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, dtype="uint8")
+        first; ties: the lower label; past the allowed ones label 0 at -inf)
+        and their log-probs (float64), as :meth:`label_logprobs` gives them:
+        the compiled ``masked_top_k``, or a stable sort of the log-probs."""
+        kinds = numpy.ascontiguousarray(kinds, dtype="int32")
         lo = self.label_blocks[action] * self.nL
-        logits = (row_products(self.ops, H, self.W["l"][lo: lo + self.nL])
-                  + self.b["l"][lo: lo + self.nL])
-        top = numpy.empty((len(H), k), dtype="int64")
-        top_lp = numpy.empty((len(H), k))
-        masked_top_k(logits, self._stacked["label_masks"], numpy.asarray(kinds, "int32"), top,
-                     top_lp)
+        if self.compiled:
+            if "label_masks" not in self._stacked:
+                self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, "uint8")
+            logits = (row_products(self.ops, H, self.W["l"][lo: lo + self.nL])
+                      + self.b["l"][lo: lo + self.nL])
+            top = numpy.empty((len(H), k), dtype="int64")
+            top_lp = numpy.empty((len(H), k))
+            masked_top_k(logits, self._stacked["label_masks"], kinds, top, top_lp)
+        else:
+            xp = self.xp
+            lp = self.logprobs("l", H, self.label_masks[kinds], rows_lo=lo)
+            top = xp.argsort(-lp, axis=1, kind="stable")[:, :k]
+            top_lp = xp.take_along_axis(lp, top, axis=1).astype("float64")
+            top = xp.where(xp.isfinite(top_lp), top, 0)
         if self.label_offsets is not None:  # the seen labels' share, log(1 - escape)
-            top_lp += self.label_offsets[numpy.asarray(kinds, "int64")[:, None], top]
+            top_lp += self.label_offsets[self.ops.asarray(kinds)[:, None], top]
         return top, top_lp
 
     # -- a search step's decisions ------------------------------------------------------
-    def actions(self, H, masks) -> numpy.ndarray:
+    def actions(self, H, masks) -> Floats2d:
         return self.logprobs("a", H, masks)
 
     def step_logprobs(self, H, masks, allowed, floor, end_legal, kinds, actions: Sequence[int],
-                      k: int) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+                      k: int) -> Tuple[Floats2d, Floats2d, Ints2d, Floats2d]:
         """Feed-forward, where every decision of a step reads its means ``H``:
         the action log-probs (:meth:`actions` under ``masks``), the tags'
         (:meth:`tag_logprobs`) and, per labelled action of ``actions`` (label
         kinds ``kinds[:, i]``), the ``k`` best labels (:meth:`top_labels`,
         ``(len(actions), N, k)``) of the rows where it is ``allowed`` and
-        scores above ``floor`` (-inf elsewhere).  The actions and tags in one
-        product and one compiled pass; the labels, most of the heads'
+        scores above ``floor`` (-inf elsewhere).  Compiled: the actions and
+        tags in one product and one pass; the labels, most of the heads'
         weights, only for those rows (on EWT dev about one labelled action
-        in two)."""
+        in two), which are picked on the CPU (numpy: ``masks``, ``allowed``,
+        ``floor``, ``end_legal``, ``kinds``)."""
+        xp, N = self.xp, len(H)
+        if self.compiled:
+            act_lp, tag_lp = self._action_tag_logprobs(H, masks, end_legal)
+        else:
+            act_lp, tag_lp = self.actions(H, masks), self.tag_logprobs(H, end_legal)
+        top = xp.zeros((len(actions), N, k), dtype="int64")
+        top_lp = xp.full((len(actions), N, k), -xp.inf)
+        decided = self.ops.to_numpy(act_lp)
+        for a, action in enumerate(actions):
+            rows = numpy.flatnonzero(allowed[:, action] & (decided[:, action] > floor))
+            if len(rows):
+                at = self.ops.asarray(rows)
+                top[a, at], top_lp[a, at] = self.top_labels(H[at], action, kinds[rows, a], k)
+        return act_lp, tag_lp, top, top_lp
+
+    def _action_tag_logprobs(self, H, masks, end_legal) -> Tuple[Floats2d, Floats2d]:
+        """:meth:`actions` and :meth:`tag_logprobs` from one product with the
+        stacked weights and one compiled pass (numpy only)."""
         if "action_tag" not in self._stacked:
             self._stacked["action_tag"] = (
                 numpy.ascontiguousarray(numpy.vstack([self.W["a"], self.W["t"]])),
                 numpy.concatenate([self.b["a"], self.b["t"]]))
         W, b = self._stacked["action_tag"]
-        N, nA = len(H), len(self.W["a"])
         logits = row_products(self.ops, H, W)
         logits += b
-        act_lp = numpy.empty((N, nA), dtype=logits.dtype)
-        tag_lp = numpy.empty((N, self.nT + 1), dtype=logits.dtype)
+        act_lp = numpy.empty((len(H), len(self.W["a"])), dtype=logits.dtype)
+        tag_lp = numpy.empty((len(H), self.nT + 1), dtype=logits.dtype)
         action_tag_logprobs(logits, masks.view("uint8"), end_legal.view("uint8"), act_lp, tag_lp)
-        top = numpy.zeros((len(actions), N, k), dtype="int64")
-        top_lp = numpy.full((len(actions), N, k), -numpy.inf)
-        for a, action in enumerate(actions):
-            rows = numpy.flatnonzero(allowed[:, action] & (act_lp[:, action] > floor))
-            if len(rows):
-                top[a, rows], top_lp[a, rows] = self.top_labels(H[rows], action, kinds[rows, a], k)
-        return act_lp, tag_lp, top, top_lp
+        return act_lp, tag_lp
 
-    def tag_logprobs(self, H, end_legal) -> numpy.ndarray:
+    def tag_logprobs(self, H, end_legal) -> Floats2d:
         """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
         mask = numpy.ones((len(H), self.nT + 1), dtype=bool)
         mask[:, self.nT] = end_legal
         return self.logprobs("t", H, mask)
 
-    def bundle_logprobs(self, H, tag: int) -> numpy.ndarray:
+    def bundle_logprobs(self, H, tag: int) -> Floats2d:
         """(N, bundles of ``tag``) log P(bundle | state, tag); column k is
         bundle ``bundle_ranges[tag][0] + k``."""
         lo, hi = self.bundle_ranges[tag]
         return log_softmax(row_products(self.ops, H, self.W["b"][lo:hi]) + self.b["b"][lo:hi])
 
-    def _word_logits(self, H, tag: int) -> Tuple[numpy.ndarray, int]:
+    def _word_logits(self, H, tag: int) -> Tuple[Floats2d, int]:
         """The logits of ``tag``'s bundles and then its forms, from one
         product with the tag's stacked weights, and the number of bundles."""
         if tag not in self._stacked:
+            xp = self.xp
             (blo, bhi), (flo, fhi) = self.bundle_ranges[tag], self.form_ranges[tag]
             self._stacked[tag] = (
-                numpy.ascontiguousarray(numpy.vstack([self.W["b"][blo:bhi],
-                                                      self.W["f"][flo:fhi]]).T),
-                numpy.concatenate([self.b["b"][blo:bhi], self.b["f"][flo:fhi]]), bhi - blo)
+                xp.ascontiguousarray(xp.vstack([self.W["b"][blo:bhi], self.W["f"][flo:fhi]]).T),
+                xp.concatenate([self.b["b"][blo:bhi], self.b["f"][flo:fhi]]), bhi - blo)
         W, b, nb = self._stacked[tag]
         logits = row_products(self.ops, H, W, trans2=False)
         logits += b
         return logits, nb
 
-    def bundles_and_form(self, H, tag: int, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def _word_split(self, logits: Floats2d, nb: int, forms) -> Tuple[Floats2d, Floats1d]:
+        """By the ops' arrays: the bundles' log-softmax (the first ``nb``
+        columns) and each row's form's log-prob (``forms``: columns past nb)."""
+        form_lp = log_softmax(logits[:, nb:])[self.xp.arange(len(logits)), self.ops.asarray(forms)]
+        return log_softmax(logits[:, :nb]), form_lp
+
+    def bundles_and_form(self, H, tag: int, forms) -> Tuple[Floats2d, Floats1d]:
         """(N, bundles of ``tag``) log P(bundle | state, tag), as
         :meth:`bundle_logprobs`, and (N,) log P(form_i | state_i, tag), as
-        :meth:`form_logprobs`: joint tagging's word, from one product."""
+        :meth:`form_logprobs`: joint tagging's word, from one product
+        (compiled: one pass, float64)."""
         logits, nb = self._word_logits(H, tag)
+        forms = numpy.asarray(forms, "int64") - self.form_ranges[tag][0]
+        if not self.compiled:
+            return self._word_split(logits, nb, forms)
         bundle_lp, form_lp = numpy.empty((len(H), nb)), numpy.empty(len(H))
-        log_softmax_and_pick(logits, nb, numpy.asarray(forms, "int64") - self.form_ranges[tag][0],
-                             bundle_lp, form_lp)
+        log_softmax_and_pick(logits, nb, forms, bundle_lp, form_lp)
         return bundle_lp, form_lp
 
-    def bundle_and_form(self, H, tag: int, bundles, forms) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def bundle_and_form(self, H, tag: int, bundles, forms) -> Tuple[Floats1d, Floats1d]:
         """(N,) log P(bundle_i | state_i, tag) + log P(form_i | state_i, tag),
         and the second term alone (the lexical part of a word's log-prob):
         both softmaxes from one product with the tag's stacked weights."""
         logits, nb = self._word_logits(H, tag)
+        bundles = numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0]
+        forms = numpy.asarray(forms, "int64") - self.form_ranges[tag][0]
+        if not self.compiled:
+            bundle_lp, form_lp = self._word_split(logits, nb, forms)
+            picked = bundle_lp[self.xp.arange(len(H)), self.ops.asarray(bundles)]
+            return picked + form_lp, form_lp
         out, form_lp = numpy.empty(len(H)), numpy.empty(len(H))
-        picked_log_softmax2(logits, nb, numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0],
-                            numpy.asarray(forms, "int64") - self.form_ranges[tag][0], out, form_lp)
+        picked_log_softmax2(logits, nb, bundles, forms, out, form_lp)
         return out, form_lp
 
-    def form_logprobs(self, H, tag: int, forms) -> numpy.ndarray:
+    def form_logprobs(self, H, tag: int, forms) -> Floats1d:
         """(N,) log P(form_i | state_i, tag) for output form ids ``forms``."""
         lo, hi = self.form_ranges[tag]
         logits = row_products(self.ops, H, self.W["f"][lo:hi]) + self.b["f"][lo:hi]
-        return logits[numpy.arange(len(H)), numpy.asarray(forms) - lo] - logsumexp(logits)
+        picked = logits[self.xp.arange(len(H)), self.ops.asarray(forms) - lo]
+        return picked - logsumexp(logits)
 
-    def continuation(self, H, tag_lp, tag: int, bundles, forms) -> numpy.ndarray:
+    def continuation(self, H, tag_lp, tag: int, bundles, forms) -> Floats1d:
         """log P(tag, bundle_i, form_i | state_i) for N states that all
         generate a word with the same ``tag``; ``tag_lp`` from :meth:`tag_logprobs`."""
-        rows = numpy.arange(len(H))
         lo = self.bundle_ranges[tag][0]
-        bundle_lp = self.bundle_logprobs(H, tag)[rows, numpy.asarray(bundles) - lo]
+        bundle_lp = self.bundle_logprobs(H, tag)[self.xp.arange(len(H)),
+                                                 self.ops.asarray(bundles) - lo]
         return tag_lp[:, tag] + bundle_lp + self.form_logprobs(H, tag, forms)
 
-    def end(self, H, end_legal) -> numpy.ndarray:
+    def end(self, H, end_legal) -> Floats1d:
         """log P(end of sentence | state) (-inf where Phi forbids it)."""
         return self.tag_logprobs(H, end_legal)[:, self.nT]
 
-    def word(self, H, end_legal: numpy.ndarray, tag: int, bundle: int, form: int) -> numpy.ndarray:
+    def word(self, H, end_legal, tag: int, bundle: int, form: int) -> Floats1d:
         """log P(tag, bundle, form | state) of one word for N states; tag = nT means END."""
         if tag == self.nT:
             return self.end(H, end_legal)
         n = len(H)
         return self.continuation(H, self.tag_logprobs(H, end_legal), tag,
-                                 numpy.full(n, bundle), numpy.full(n, form))
+                                 self.xp.full(n, bundle), self.xp.full(n, form))

@@ -240,7 +240,7 @@ def init(model: Model, X=None, Y=None) -> Model:
     return model
 
 
-def negative_log_likelihood(ll, n_words: int, per_word: bool) -> Tuple[float, numpy.ndarray]:
+def negative_log_likelihood(ll: Floats1d, n_words: int, per_word: bool) -> Tuple[float, Floats1d]:
     """Negative log-likelihood of a batch of gold derivations and its
     gradient with respect to each derivation's log-likelihood ``ll``: their
     sum over the batch's decisions, as spaCy's own components take their
@@ -372,14 +372,10 @@ def output_groups(batch: DerivationBatch, dtype, ops: Ops = NUMPY_OPS) -> Tuple[
 
 def forward(model: Model, batch: DerivationBatch, is_train: bool):
     """Training (``is_train``): the teacher-forced pass on the core's ops
-    (feed-forward on any device, mean field on the CPU's); scoring: the
-    compiled softmaxes on the CPU (:func:`.step.on_host`)."""
-    if not compiled(model.ops):
-        if not is_train:
-            return _forward(on_host(model), batch_on_host(model.ops, batch), False)
-        if model.attrs["approximation"] == "meanfield":
-            raise ValueError("approximation='meanfield' trains on the CPU only: its "
-                             "re-estimation is numpy code (train without --gpu-id)")
+    (feed-forward and mean field, on any device); scoring: the compiled
+    softmaxes on the CPU (:func:`.step.on_host`)."""
+    if not compiled(model.ops) and not is_train:
+        return _forward(on_host(model), batch_on_host(model.ops, batch), False)
     return _forward(model, batch, is_train)
 
 
@@ -459,7 +455,7 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
         for t in range(T - 1, -1, -1):
             dpre = dHs[:, t] * dsig[:, t]
             if meanfield_on:
-                dpre = _meanfield_backward(tapes[t], t, dpre, M, dM, grads)
+                dpre = _meanfield_backward(ops, tapes[t], t, dpre, M, dM, grads)
             # each (sentence, relation) adds its share to its source state
             scatter_to_sources(ops, step_backprops[t](dpre), flat_src[:, t], dHs_flat)
         if meanfield_on:
@@ -471,16 +467,19 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
 
 
 def _picked_scores(heads: Heads, batch: DerivationBatch, M: dict, group_of: dict, ll):
-    """Scoring (no training) on the CPU: every decision's log-prob, from the
-    compiled softmaxes the shared forward reads too, added to ``ll``."""
+    """Scoring (no training): every decision's log-prob, from the softmaxes
+    the shared forward reads too (:meth:`.heads.Heads.picked`: compiled on
+    the CPU, where :func:`forward` scores), added to ``ll``."""
+    ops = heads.ops
     B, T, nH = M["a"].shape
     for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
-        lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
+        lp = heads.picked(key, M[key][tuple(ops.asarray(i) for i in sel)], mask, ob.target,
+                          rows_lo)
         if key == "l":
             lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
-        numpy.add.at(ll, group_of[key][sel], lp)
+        ops.scatter_add(ll, ops.asarray(group_of[key][sel]), lp)
     for key, (b, t), tags, targets in ranged_decisions(batch):
-        numpy.add.at(ll, group_of[key][b, t], heads.ranged_picked(
+        ops.scatter_add(ll, ops.asarray(group_of[key][b, t]), heads.ranged_picked(
             key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
     return ll
 
@@ -489,35 +488,37 @@ def _meanfield_step(heads: Heads, batch: DerivationBatch, t: int, positions: dic
                     Hs, M: dict, tapes: list, iterations: int, is_train: bool) -> None:
     """Step t's means re-estimated after each of its elementary decisions
     (into ``Hs``), each head's decisions scored with the means before them
-    (into ``M``), the re-estimations' tapes into ``tapes`` (numpy: the CPU)."""
-    B = len(pre)
+    (into ``M``), the re-estimations' tapes into ``tapes``; on the heads'
+    ops, which rows decide when is the batch's bookkeeping (numpy)."""
+    ops, B = heads.ops, len(pre)
     a = pre.copy()
     decided = _step_decisions(heads, batch, t, positions)
     step_positions = {key: positions[key][:, t] for key in decided}
     n_positions = max([int(s.max()) + 1 for s in step_positions.values()] or [0])
     for k in range(n_positions):
-        mu = means(a)
+        mu = means(a, ops)
         # the decisions at position k are scored with the means so far ...
         at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_positions.items()]
-        at_k = [(key, r) for key, r in at_k if len(r)]
+        rows = numpy.sort(numpy.concatenate([r for _, r in at_k]))
+        at_k = [(key, ops.asarray(r)) for key, r in at_k if len(r)]
         for key, r in at_k:
             M[key][r, t] = mu[r]
         # ... and then their steps' means are re-estimated
-        rows = numpy.sort(numpy.concatenate([r for _, r in at_k]))
         position = numpy.full(B, -1)
         position[rows] = numpy.arange(len(rows))
         observed = [ob for key, groups in decided.items()
                     for ob in _restrict(groups, step_positions[key], k, position)]
-        a[rows], tape = meanfield.solve(a[rows], pre[rows], observed, iterations,
-                                        keep_tape=is_train)
-        tapes.append((rows, tape, at_k))
-    Hs[:, t] = means(a)
+        at = ops.asarray(rows)
+        a[at], tape = meanfield.solve(a[at], pre[at], observed, iterations, keep_tape=is_train,
+                                      ops=ops)
+        tapes.append((at, tape, at_k))
+    Hs[:, t] = means(a, ops)
 
 
-def _meanfield_backward(tapes: list, t: int, dpre, M: dict, dM: dict, grads: dict):
+def _meanfield_backward(ops: Ops, tapes: list, t: int, dpre, M: dict, dM: dict, grads: dict):
     """The gradient of step t's pre-activations through its re-estimations
     (:func:`_meanfield_step`), given that of its final means' logits ``dpre``."""
-    d_eta = numpy.zeros_like(dpre)
+    d_eta = ops.xp.zeros_like(dpre)
     for rows, tape, at_k in reversed(tapes):
         d_a, d_eta_k = meanfield.solve_backward(tape, dpre[rows], grads)
         dpre[rows] = d_a

@@ -11,8 +11,10 @@ The objective, its gradient and why: docs/design.md, "What isbn_parser does"
 from typing import Dict, List, Optional, Tuple
 
 import numpy
+from thinc.api import Ops
+from thinc.types import Floats1d, Floats2d
 
-from .step import means
+from .step import NUMPY_OPS, means
 
 HALVINGS = 4
 
@@ -20,7 +22,9 @@ HALVINGS = 4
 class Observed:
     """Decisions of one head made at a step, for a set of rows: their
     logits are ``mu[rows] @ W.T + b`` (``W`` = rows ``lo:lo+K`` of the head's
-    weight ``names[0]``), restricted by ``mask`` (None: all legal)."""
+    weight ``names[0]``), restricted by ``mask`` (None: all legal).  The
+    rows, targets and mask are numpy (the batch's bookkeeping); ``W`` and
+    ``b`` the core's ops' arrays."""
 
     __slots__ = ("rows", "W", "b", "mask", "target", "names", "lo")
 
@@ -37,9 +41,9 @@ class Observed:
                         self.names, self.lo)
 
 
-def _entropy(a, mu):
+def _entropy(xp, a, mu):
     """sum_i H(mu_i) for mu = sigmoid(a), stably: softplus(a) - mu * a."""
-    softplus = numpy.maximum(a, 0.0) + numpy.log1p(numpy.exp(-numpy.abs(a)))
+    softplus = xp.maximum(a, 0.0) + xp.log1p(xp.exp(-xp.abs(a)))
     return (softplus - mu * a).sum(axis=1)
 
 
@@ -51,76 +55,92 @@ class _Fused:
     """The observed heads of a solve, evaluated with a fixed handful of array
     operations however many heads and rows there are: the small heads' rows
     of W side by side, a per-row mask of the columns each row's decisions
-    normalise over, and segmented (``reduceat``) softmaxes, one segment per
-    head.  Big heads (a tag's word forms) each get their own product over
-    their own rows, so no row pays for the forms of other tags."""
+    normalise over, and segmented softmaxes, one segment per head (a
+    segment's maximum from a padded gather of its columns, its sum from a
+    product with the columns' one-hot segments).  Big heads (a tag's word
+    forms) each get their own product over their own rows, so no row pays
+    for the forms of other tags.  On ``ops`` (any device): the bookkeeping
+    is made on the CPU and crosses once, by ``ops.asarray``."""
 
-    def __init__(self, n: int, observed: List[Observed]):
-        self.n = n
+    def __init__(self, n: int, observed: List[Observed], ops: Ops = NUMPY_OPS):
+        self.n, self.ops = n, ops
+        xp = ops.xp
         big = [ob.mask is None and ob.W.shape[0] > BIG_HEAD for ob in observed]
         self.big = [ob for ob, b in zip(observed, big) if b]
         self.observed = [ob for ob, b in zip(observed, big) if not b]
+        # the big heads' rows and targets on the ops
+        self.big_at = [(ops.asarray(ob.rows), ops.asarray(ob.target)) for ob in self.big]
         nH = observed[0].W.shape[1]
         dtype = observed[0].W.dtype
-        self.target_W = numpy.zeros((n, nH), dtype=dtype)
+        self.target_W = ops.alloc2f(n, nH, dtype=dtype)
         for ob in observed:  # a head's rows are distinct
-            self.target_W[ob.rows] += ob.W[ob.target]
-        self.dW_big = [numpy.zeros_like(ob.W) for ob in self.big]
-        self.db_big = [numpy.zeros_like(ob.b) for ob in self.big]
+            self.target_W[ops.asarray(ob.rows)] += ob.W[ops.asarray(ob.target)]
+        self.dW_big = [xp.zeros_like(ob.W) for ob in self.big]
+        self.db_big = [xp.zeros_like(ob.b) for ob in self.big]
         sizes = [ob.W.shape[0] for ob in self.observed]
         self.starts = numpy.cumsum([0] + sizes[:-1]).astype("int64")
         self.sizes = numpy.asarray(sizes, dtype="int64")
         if not self.observed:
-            self.W = numpy.zeros((0, nH), dtype=dtype)
-            self.b = numpy.zeros(0, dtype=dtype)
+            self.W, self.b = ops.alloc2f(0, nH, dtype=dtype), ops.alloc1f(0, dtype=dtype)
             return
-        self.W = numpy.concatenate([ob.W for ob in self.observed])
-        self.b = numpy.concatenate([ob.b for ob in self.observed])
-        self.allowed = numpy.zeros((n, len(self.b)), dtype=bool)
+        self.W = xp.concatenate([ob.W for ob in self.observed])
+        self.b = xp.concatenate([ob.b for ob in self.observed])
+        n_cols = len(self.b)
+        allowed = numpy.zeros((n, n_cols), dtype=bool)
+        padded = numpy.full((len(sizes), max(sizes)), n_cols, dtype="int64")
         tgt_rows, tgt_cols, tgt_seg = [], [], []
         for g, (ob, c0, K) in enumerate(zip(self.observed, self.starts, sizes)):
-            self.allowed[ob.rows, c0: c0 + K] = True if ob.mask is None else ob.mask
+            allowed[ob.rows, c0: c0 + K] = True if ob.mask is None else ob.mask
+            padded[g, :K] = numpy.arange(c0, c0 + K)
             tgt_rows.append(ob.rows)
             tgt_cols.append(ob.target + c0)
             tgt_seg.append(numpy.full(len(ob.rows), g))
-        self.tgt_rows = numpy.concatenate(tgt_rows)
-        self.tgt_cols = numpy.concatenate(tgt_cols)
-        self.tgt_seg = numpy.concatenate(tgt_seg)
+        segment = numpy.repeat(numpy.arange(len(sizes)), self.sizes)  # per column
+        self.allowed = ops.asarray(allowed)
+        self.padded, self.segment = ops.asarray(padded), ops.asarray(segment)
+        self.one_hot = ops.asarray(segment[:, None] == numpy.arange(len(sizes)), dtype=dtype)
+        self.tgt = tuple(ops.asarray(numpy.concatenate(x)) for x in (tgt_rows, tgt_cols, tgt_seg))
 
     def segment_sum(self, x):
-        return numpy.add.reduceat(x, self.starts, axis=1)
+        """(n, columns) -> (n, segments)."""
+        return x @ self.one_hot.astype(x.dtype)
+
+    def segment_max(self, z):
+        """(n, columns) -> (n, segments): each segment's largest entry."""
+        xp = self.ops.xp
+        edge = xp.full((len(z), 1), -xp.inf, dtype=z.dtype)  # the padding's column
+        return xp.concatenate([z, edge], axis=1)[:, self.padded].max(axis=2)
 
     def spread(self, x):
         """(n, segments) -> (n, columns)."""
-        return numpy.repeat(x, self.sizes, axis=1)
+        return x[:, self.segment]
 
     def expectations(self, mu):
         """The decision distributions (kept for the backward pass), each
         row's summed log-prob of its decisions, and sum_j E_{q_j}[W_j] per row."""
-        logp_sum = numpy.zeros(self.n, dtype="float64")
-        expected = numpy.zeros_like(self.target_W)
+        ops, xp = self.ops, self.ops.xp
+        logp_sum = ops.alloc1f(self.n, dtype="float64")
+        expected = xp.zeros_like(self.target_W)
         q_small = None
         if self.observed:
-            z = numpy.where(self.allowed, mu @ self.W.T + self.b, -numpy.inf)
-            mx = numpy.maximum.reduceat(z, self.starts, axis=1)
-            mx = numpy.where(numpy.isfinite(mx), mx, 0.0)
-            e = numpy.exp(z - self.spread(mx))
+            z = xp.where(self.allowed, mu @ self.W.T + self.b, -xp.inf)
+            mx = self.segment_max(z)
+            mx = xp.where(xp.isfinite(mx), mx, 0.0)
+            e = xp.exp(z - self.spread(mx))
             total = self.segment_sum(e)
-            q_small = e / self.spread(numpy.where(total > 0, total, 1.0))
-            r, c, g = self.tgt_rows, self.tgt_cols, self.tgt_seg
-            logp_sum += numpy.bincount(r, z[r, c] - mx[r, g] - numpy.log(total[r, g]),
-                                       minlength=self.n)
+            q_small = e / self.spread(xp.where(total > 0, total, 1.0))
+            r, c, g = self.tgt
+            ops.scatter_add(logp_sum, r, (z[r, c] - mx[r, g] - xp.log(total[r, g])).astype("float64"))
             expected += q_small @ self.W
         q_big = []
-        for ob in self.big:
-            z = mu[ob.rows] @ ob.W.T + ob.b
+        for ob, (rows, target) in zip(self.big, self.big_at):
+            z = mu[rows] @ ob.W.T + ob.b
             mx = z.max(axis=1, keepdims=True)
-            e = numpy.exp(z - mx)
+            e = xp.exp(z - mx)
             total = e.sum(axis=1, keepdims=True)
             q = e / total
-            logp_sum[ob.rows] += (z[numpy.arange(len(ob.rows)), ob.target] - mx[:, 0]
-                                  - numpy.log(total[:, 0]))
-            expected[ob.rows] += q @ ob.W
+            logp_sum[rows] += (z[xp.arange(len(rows)), target] - mx[:, 0] - xp.log(total[:, 0]))
+            expected[rows] += q @ ob.W
             q_big.append(q)
         return (q_small, q_big), logp_sum, expected
 
@@ -129,70 +149,74 @@ class _Fused:
         weights' gradients, but for the targets' rows, go to ``dW``/``db``
         (small heads) and to ``self.dW_big``/``self.db_big``."""
         q_small, q_big = qs
-        d_mu = numpy.zeros_like(v)
+        d_mu = self.ops.xp.zeros_like(v)
         if q_small is not None:
             u = v @ self.W.T
             s = q_small * (u - self.spread(self.segment_sum(q_small * u)))
             dW -= q_small.T @ v + s.T @ mu
             db -= s.sum(axis=0)
             d_mu -= s @ self.W
-        for ob, q, dW_g, db_g in zip(self.big, q_big, self.dW_big, self.db_big):
-            vr, mr = v[ob.rows], mu[ob.rows]
+        for ob, (rows, _), q, dW_g, db_g in zip(self.big, self.big_at, q_big, self.dW_big,
+                                                  self.db_big):
+            vr, mr = v[rows], mu[rows]
             u = vr @ ob.W.T
             s = q * (u - (q * u).sum(axis=1, keepdims=True))
             dW_g -= q.T @ vr + s.T @ mr
             db_g -= s.sum(axis=0)
-            d_mu[ob.rows] -= s @ ob.W
+            d_mu[rows] -= s @ ob.W
         return d_mu
 
 
 def _evaluate(a, eta, fused: _Fused):
     """Objective, gradient dL/dmu and the decision distributions at ``a``."""
-    mu = means(a)
+    mu = means(a, fused.ops)
     qs, logp_sum, expected = fused.expectations(mu)
     grad = eta - a + fused.target_W - expected
-    value = _entropy(a, mu) + (mu * eta).sum(axis=1) + logp_sum.astype(a.dtype)
+    value = _entropy(fused.ops.xp, a, mu) + (mu * eta).sum(axis=1) + logp_sum.astype(a.dtype)
     return mu, grad, value, qs
 
 
-def objective(a, eta, observed: List[Observed]) -> numpy.ndarray:
+def objective(a, eta, observed: List[Observed], ops: Ops = NUMPY_OPS) -> Floats1d:
     """L per row at logits ``a`` (for tests and diagnostics)."""
-    return _evaluate(a, eta, _Fused(len(a), observed))[2]
+    return _evaluate(a, eta, _Fused(len(a), observed, ops))[2]
 
 
-def stationarity(a, eta, observed: List[Observed]) -> numpy.ndarray:
+def stationarity(a, eta, observed: List[Observed], ops: Ops = NUMPY_OPS) -> Floats2d:
     """dL/dmu per row at ``a``: zero at the maximiser."""
-    return _evaluate(a, eta, _Fused(len(a), observed))[1]
+    return _evaluate(a, eta, _Fused(len(a), observed, ops))[1]
 
 
 class Tape:
-    """What the backward pass of :func:`solve` needs: the fused heads and, per
-    iteration, the means, the decision distributions and each row's step size."""
+    """What the backward pass of :func:`solve` needs: the ops, the fused
+    heads and, per iteration, the means, the decision distributions and
+    each row's step size."""
 
-    __slots__ = ("fused", "steps")
+    __slots__ = ("ops", "fused", "steps")
 
-    def __init__(self, fused):
-        self.fused = fused
-        self.steps: List[Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]] = []
+    def __init__(self, ops: Ops, fused: Optional[_Fused]):
+        self.ops, self.fused = ops, fused
+        self.steps: List[Tuple[Floats2d, tuple, Floats2d]] = []
 
 
-def solve(a0, eta, observed: List[Observed], iterations: int,
-          keep_tape: bool = False) -> Tuple[numpy.ndarray, Optional[Tape]]:
+def solve(a0, eta, observed: List[Observed], iterations: int, keep_tape: bool = False,
+          ops: Ops = NUMPY_OPS) -> Tuple[Floats2d, Optional[Tape]]:
     """Logits of the means after ``iterations`` monotone ascent steps on L,
-    starting from ``a0`` (the means before the latest decision)."""
+    starting from ``a0`` (the means before the latest decision); ``a0`` and
+    ``eta`` are arrays of ``ops`` (default: the CPU's, the search's)."""
     if iterations <= 0 or not observed:
-        return a0.copy(), (Tape(None) if keep_tape else None)
-    fused = _Fused(len(a0), observed)
-    tape = Tape(fused) if keep_tape else None
+        return a0.copy(), (Tape(ops, None) if keep_tape else None)
+    xp = ops.xp
+    fused = _Fused(len(a0), observed, ops)
+    tape = Tape(ops, fused) if keep_tape else None
     a = a0
     mu, grad, value, q = _evaluate(a, eta, fused)
     # a change below the rounding error of L is no decrease
-    eps = 8 * numpy.finfo(a.dtype).eps
+    eps = 8 * xp.finfo(a.dtype).eps
     for _ in range(iterations):
-        alpha = numpy.ones((len(a), 1), dtype=a.dtype)
+        alpha = xp.ones((len(a), 1), dtype=a.dtype)
         trial = a + grad
         t_mu, t_grad, t_value, t_q = _evaluate(trial, eta, fused)
-        worse = t_value < value - eps * (numpy.abs(value) + 1.0)
+        worse = t_value < value - eps * (xp.abs(value) + 1.0)
         for _ in range(HALVINGS + 1):
             if not worse.any():
                 break
@@ -201,23 +225,24 @@ def solve(a0, eta, observed: List[Observed], iterations: int,
                 alpha[alpha < 0.5 ** HALVINGS] = 0.0
             trial = a + alpha * grad
             t_mu, t_grad, t_value, t_q = _evaluate(trial, eta, fused)
-            worse = t_value < value - eps * (numpy.abs(value) + 1.0)
+            worse = t_value < value - eps * (xp.abs(value) + 1.0)
         if tape is not None:
             tape.steps.append((mu, q, alpha))
         a, mu, grad, value, q = trial, t_mu, t_grad, t_value, t_q
     return a, tape
 
 
-def solve_backward(tape: Tape, d_a: numpy.ndarray, grads: Dict[str, numpy.ndarray]):
+def solve_backward(tape: Tape, d_a: Floats2d, grads: Dict[str, Floats2d]):
     """Backpropagate ``d_a`` (gradient w.r.t. the solution's logits) through
     the iterations.  Returns (d a0, d eta); head weight gradients are added to
-    ``grads`` (name -> array of the parameter's shape)."""
-    d_eta = numpy.zeros_like(d_a)
+    ``grads`` (name -> array of the parameter's shape), all on the tape's ops."""
+    ops, xp = tape.ops, tape.ops.xp
+    d_eta = xp.zeros_like(d_a)
     if not tape.steps:
         return d_a, d_eta
     fused = tape.fused
-    dW = numpy.zeros_like(fused.W)
-    db = numpy.zeros_like(fused.b)
+    dW = xp.zeros_like(fused.W)
+    db = xp.zeros_like(fused.b)
     for mu, qs, alpha in reversed(tape.steps):
         # a' = (1 - alpha) a + alpha (eta + g(mu)),  g(mu) = sum_j W_j[d_j] - q_j(mu) W_j
         v = alpha * d_a
@@ -225,11 +250,12 @@ def solve_backward(tape: Tape, d_a: numpy.ndarray, grads: Dict[str, numpy.ndarra
         d_a = (1.0 - alpha) * d_a + mu * (1.0 - mu) * fused.backward(mu, qs, v, dW, db)
     for ob, c0, K in zip(fused.observed, fused.starts, fused.sizes):
         dW_g, db_g = dW[c0: c0 + K], db[c0: c0 + K]
-        numpy.add.at(dW_g, ob.target, d_eta[ob.rows])
+        ops.scatter_add(dW_g, ops.asarray(ob.target), d_eta[ops.asarray(ob.rows)])
         grads[ob.names[0]][ob.lo: ob.lo + K] += dW_g
         grads[ob.names[1]][ob.lo: ob.lo + K] += db_g
-    for ob, dW_g, db_g in zip(fused.big, fused.dW_big, fused.db_big):
-        numpy.add.at(dW_g, ob.target, d_eta[ob.rows])
+    for ob, (rows, target), dW_g, db_g in zip(fused.big, fused.big_at, fused.dW_big,
+                                              fused.db_big):
+        ops.scatter_add(dW_g, target, d_eta[rows])
         grads[ob.names[0]][ob.lo: ob.lo + len(ob.b)] += dW_g
         grads[ob.names[1]][ob.lo: ob.lo + len(ob.b)] += db_g
     return d_a, d_eta

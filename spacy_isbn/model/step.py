@@ -29,7 +29,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy
 from thinc.api import Model, NumpyOps, Ops, get_array_module
-from thinc.types import Floats2d, Floats3d, Ints2d
+from thinc.types import Floats2d, Floats3d, FloatsXd, Ints2d
 
 from ._kernels import (add_rows, embed_link_sum, embed_scatter, embed_sum, gather_linked,
                        link_products, linked_eta, new_links)
@@ -427,7 +427,7 @@ class History:
         return flush_table_gradient(self.core, self.d_table)
 
 
-def logsumexp(x, axis=-1, keepdims: bool = False) -> numpy.ndarray:
+def logsumexp(x: FloatsXd, axis=-1, keepdims: bool = False) -> FloatsXd:
     """log(sum(exp(x))) over ``axis`` (an int or a tuple), stably; -inf
     where every entry is -inf.  The package's one log-sum-exp."""
     xp = get_array_module(x)

@@ -157,6 +157,26 @@ cdef void _prefetch_rest(const real[:, ::1] table, const real[:, ::1] rest, cons
                 ISBN_PREFETCH(&rest[row - table.shape[0], c])
 
 
+cdef void _prefetch_links(const int[:, ::1] src, const int[:, ::1] slot,
+                          const real[:, ::1] products, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """Ask early for what row i + 1's linked products are, and for the
+    products themselves one row later: both are looked up by state, over
+    tables far larger than the caches."""
+    cdef Py_ssize_t r, c, R = src.shape[1]
+    cdef int row
+    if i + 2 < n:
+        for r in range(R):
+            row = src[i + 2, r]
+            if row >= 0:
+                ISBN_PREFETCH(&slot[row, r])
+    if i + 1 < n:
+        for r in range(R):
+            row = src[i + 1, r]
+            if row >= 0:
+                for c in range(0, products.shape[1], BLOCK):
+                    ISBN_PREFETCH(&products[slot[row, r], c])
+
+
 def embed_sum(const real[:, ::1] table, const real[:, ::1] rest, const int[:, ::1] ids,
               real[:, ::1] out) -> None:
     """out[i] += sum of the rows ids[i, f] over the used f, of ``table``
@@ -191,6 +211,8 @@ cdef void _link_sums(const real[:, ::1] table, const real[:, ::1] rest, const in
     for i in range(n):
         if i + 1 < n:
             _prefetch_rest(table, rest, &ids[i + 1, 0], n_ids)
+        if R:
+            _prefetch_links(src, slot, products, i, n)
         n_src = 0
         for f in range(n_ids):
             row = ids[i, f]

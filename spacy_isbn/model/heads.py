@@ -15,6 +15,7 @@ search's hot paths take the compiled kernels (``picked_log_softmax``,
 path (``ops.xp``), which gives the same numbers (tests/test_ops_path.py).
 Outcomes, masks and state ids may come as numpy (the transition states
 make them): they cross to the device by ``ops.asarray``."""
+from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
@@ -22,9 +23,30 @@ from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Ints2d
 
 from ._kernels import (action_tag_logprobs, log_softmax_and_pick, masked_top_k, picked_log_softmax,
-                       picked_log_softmax2)
+                       picked_log_softmax2, rows_top_k)
 from .meanfield import Observed
-from .step import compiled, gemm, log_softmax, logsumexp, masked_log_softmax, row_products
+from .step import (NUMPY_OPS, compiled, gemm, log_softmax, logsumexp, masked_log_softmax,
+                   row_products)
+
+@lru_cache(maxsize=None)
+def compiled_labels_match(width: int, n_labels: int) -> bool:
+    """Whether the compiled ``rows_top_k`` gives here the bits of
+    ``masked_top_k`` over ``ops.gemm``'s logits plus the bias (states of
+    ``width`` units, ``n_labels`` labels; see :func:`.step.fma_matches_blis`):
+    only then do the search's labels take it."""
+    rng = numpy.random.default_rng(width + n_labels)
+    H = rng.random((20, width)).astype("float32")
+    W = rng.normal(0, 0.3, (n_labels, width)).astype("float32")
+    b = rng.normal(0, 0.3, n_labels).astype("float32")
+    masks = numpy.ones((1, n_labels), dtype="uint8")
+    kinds = numpy.zeros(len(H), dtype="int32")
+    K = min(3, n_labels)
+    expected = (numpy.empty((len(H), K), "int64"), numpy.empty((len(H), K)))
+    masked_top_k(row_products(NUMPY_OPS, H, W) + b, masks, kinds, *expected)
+    got = (numpy.empty((len(H), K), "int64"), numpy.empty((len(H), K)))
+    rows_top_k(H, numpy.arange(len(H)), numpy.ascontiguousarray(W.T), b, masks, kinds, *got)
+    return all(numpy.array_equal(x, y) for x, y in zip(expected, got))
+
 
 # head -> its weights and biases among the core's parameters
 HEAD_PARAMS = {"a": ("Wa", "ba"), "l": ("Wl", "bl"), "t": ("Wt", "bt"), "b": ("Wb", "bb"),
@@ -298,12 +320,36 @@ class Heads:
         top = xp.zeros((len(actions), N, k), dtype="int64")
         top_lp = xp.full((len(actions), N, k), -xp.inf)
         decided = self.ops.to_numpy(act_lp)
+        in_place = self.compiled and H.dtype == numpy.float32 and H.flags.c_contiguous and \
+            compiled_labels_match(H.shape[1], self.nL)
         for a, action in enumerate(actions):
             rows = numpy.flatnonzero(allowed[:, action] & (decided[:, action] > floor))
-            if len(rows):
-                at = self.ops.asarray(rows)
-                top[a, at], top_lp[a, at] = self.top_labels(H[at], action, kinds[rows, a], k)
+            if not len(rows):
+                continue
+            if in_place:  # straight from the rows of H into rows of top
+                self._rows_top_labels(H, rows, action, kinds[:, a], top[a], top_lp[a])
+                continue
+            at = self.ops.asarray(rows)
+            top[a, at], top_lp[a, at] = self.top_labels(H[at], action, kinds[rows, a], k)
         return act_lp, tag_lp, top, top_lp
+
+    def _rows_top_labels(self, H, rows, action: int, kinds, top, top_lp) -> None:
+        """:meth:`top_labels` of the states ``H[rows]`` written to those rows
+        of ``top`` and ``top_lp`` (and of ``kinds``): the compiled
+        ``rows_top_k`` (numpy, float32, where :func:`compiled_labels_match`)."""
+        key = ("labels", action)
+        if key not in self._stacked:
+            lo = self.label_blocks[action] * self.nL
+            self._stacked[key] = (numpy.ascontiguousarray(self.W["l"][lo: lo + self.nL].T),
+                                  numpy.ascontiguousarray(self.b["l"][lo: lo + self.nL]))
+        if "label_masks" not in self._stacked:
+            self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, "uint8")
+        Wt, b = self._stacked[key]
+        row_kinds = numpy.ascontiguousarray(kinds[rows], dtype="int32")
+        rows_top_k(H, rows.astype("int64"), Wt, b, self._stacked["label_masks"], row_kinds, top,
+                   top_lp)
+        if self.label_offsets is not None:  # the seen labels' share, log(1 - escape)
+            top_lp[rows] += self.label_offsets[row_kinds[:, None], top[rows]]
 
     def _action_tag_logprobs(self, H, masks, end_legal) -> Tuple[Floats2d, Floats2d]:
         """:meth:`actions` and :meth:`tag_logprobs` from one product with the

@@ -513,13 +513,16 @@ cdef Py_ssize_t _new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slo
 
 def vector_rows(int[:, ::1] feats, const int64_t[::1] cols, const int64_t[::1] offsets,
                 int n_rows, int vec_rows, const int64_t[::1] tok_base,
-                const int64_t[::1] tok_end) -> None:
+                const int64_t[::1] tok_end, const int64_t[::1] token_rows=None) -> None:
     """In place, ``vec`` template a's word positions in column ``cols[a]``
     (ids ``offsets[a] + vec_rows + k``: the sentence's k-th word) become
-    rows of the projected token vectors, ``n_rows + token * A + a``, or the
-    template's "none" (``offsets[a]``) past ``tok_end``; other ids stay."""
+    rows of the projected token vectors, ``n_rows + token * A + a`` (with
+    ``token_rows``, ``n_rows + token_rows[token] + a``: the tokens' first
+    rows in a larger table), or the template's "none" (``offsets[a]``) past
+    ``tok_end``; other ids stay."""
     cdef Py_ssize_t i, a, n = feats.shape[0], A = cols.shape[0]
     cdef int64_t val, tok
+    cdef bint mapped = token_rows is not None
     with nogil:
         for i in range(n):
             for a in range(A):
@@ -527,4 +530,7 @@ def vector_rows(int[:, ::1] feats, const int64_t[::1] cols, const int64_t[::1] o
                 if val < vec_rows:
                     continue
                 tok = tok_base[i] + val - vec_rows
-                feats[i, cols[a]] = n_rows + tok * A + a if tok < tok_end[i] else offsets[a]
+                if tok >= tok_end[i]:
+                    feats[i, cols[a]] = offsets[a]
+                else:
+                    feats[i, cols[a]] = n_rows + (token_rows[tok] if mapped else tok * A) + a

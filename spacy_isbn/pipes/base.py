@@ -383,19 +383,24 @@ class ISBNPipe(SavedParts, TrainablePipe):
                                   for d, w in enumerate(words)])
         return table[rows], numpy.cumsum([0] + [len(w) for w in words]) * A
 
-    def piece_vectors(self, vectors, pieces: Sequence[Tuple[int, int, int]]) -> Optional[numpy.ndarray]:
-        """The rows of ``vectors`` (:meth:`token_vectors`) of the pieces
-        ``(doc, start, length)``, in the search's token order."""
+    def piece_vectors(self, vectors, pieces: Sequence[Tuple[int, int, int]]
+                      ) -> Tuple[Optional[numpy.ndarray], Optional[numpy.ndarray]]:
+        """The vectors (:meth:`token_vectors`) of the pieces ``(doc, start,
+        length)`` as :class:`SearchStep` reads them: their rows in the
+        search's token order (pieces in order, one after the other: a view),
+        or the whole table and per search token its first row there (the
+        rows are not copied: a table of every token's vectors for every
+        template is hundreds of MB); (None, None) without vectors."""
         if vectors is None:
-            return None
+            return None, None
         table, doc_rows = vectors
         A = len(self.core.attrs["vector_columns"])
         if not pieces:
-            return table[:0]
+            return table[:0], None
         spans = [(doc_rows[d] + start * A, doc_rows[d] + (start + n) * A) for d, start, n in pieces]
         if all(end == start for (_, end), (start, _) in zip(spans, spans[1:])):
-            return table[spans[0][0]: spans[-1][1]]  # pieces in order, one after the other
-        return numpy.concatenate([table[start:end] for start, end in spans])
+            return table[spans[0][0]: spans[-1][1]], None
+        return table, numpy.concatenate([numpy.arange(start, end, A) for start, end in spans])
 
     # -- the transition system and the model's shape -----------------------------
     @property

@@ -288,24 +288,29 @@ def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
 def rows_top_k(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
                const float[::1] b, const unsigned char[:, ::1] masks, const int[::1] kinds,
                int64_t[:, ::1] top, double[:, ::1] top_lp) -> None:
-    """:func:`masked_top_k` of the logits ``H[rows[i]] @ Wt + b`` into row
-    ``rows[i]`` of ``top`` and ``top_lp`` (``kinds[i]``: its mask), the
-    products by the compiled chains (``link_products``'s: BLIS's bits where
-    ``step.fma_matches_blis``) straight from the rows of ``H``, a chunk of
-    rows at a time: no gathered copy of the rows, no packing of ``Wt``."""
-    cdef Py_ssize_t lo, j, m, c, i, n = rows.shape[0], width = Wt.shape[1], K = top.shape[1]
+    """:func:`masked_top_k` of the logits ``H[rows[i]] @ Wt[:, :len(b)] + b``
+    into row ``rows[i]`` of ``top`` and ``top_lp`` (``kinds[i]``: its
+    mask), the products by the compiled chains (``link_products``'s: BLIS's
+    bits where ``step.fma_matches_blis``) straight from the rows of ``H``,
+    six rows at a time: no gathered copy of the rows, no packing of ``Wt``.
+    ``Wt``'s columns past ``len(b)`` pad it to whole blocks of 16 (zeros),
+    so that no column is left to a lone chain of dependent operations."""
+    cdef Py_ssize_t lo, j, m, c, i, n = rows.shape[0], width = b.shape[0], K = top.shape[1]
+    cdef Py_ssize_t padded = Wt.shape[1]
     cdef const float* hs[ROW_CHUNK]
     cdef float* outs[ROW_CHUNK]
-    cdef float* logits = <float*>malloc(ROW_CHUNK * max(1, width) * sizeof(float))
+    if padded % 16 or padded < width or ROW_CHUNK % 6:
+        raise ValueError("rows_top_k: Wt's columns are not whole blocks of 16 covering b's")
+    cdef float* logits = <float*>malloc(ROW_CHUNK * max(1, padded) * sizeof(float))
     if logits == NULL:
         raise MemoryError()
     with nogil:
         for lo in range(0, n, ROW_CHUNK):
             m = min(ROW_CHUNK, n - lo)
-            for j in range(m):
-                hs[j] = &H[rows[lo + j], 0]
-                outs[j] = logits + j * width
-            isbn_rows_times(hs, m, &Wt[0, 0], Wt.shape[0], width, outs)
+            for j in range(ROW_CHUNK):  # past m: the last row again, as six-row blocks' filler
+                hs[j] = &H[rows[lo + min(j, m - 1)], 0]
+                outs[j] = logits + j * padded
+            isbn_rows_times(hs, (m + 5) // 6 * 6, &Wt[0, 0], Wt.shape[0], padded, outs)
             for j in range(m):
                 i = rows[lo + j]
                 for c in range(width):

@@ -44,8 +44,16 @@ def compiled_labels_match(width: int, n_labels: int) -> bool:
     expected = (numpy.empty((len(H), K), "int64"), numpy.empty((len(H), K)))
     masked_top_k(row_products(NUMPY_OPS, H, W) + b, masks, kinds, *expected)
     got = (numpy.empty((len(H), K), "int64"), numpy.empty((len(H), K)))
-    rows_top_k(H, numpy.arange(len(H)), numpy.ascontiguousarray(W.T), b, masks, kinds, *got)
+    rows_top_k(H, numpy.arange(len(H)), padded_transpose(W), b, masks, kinds, *got)
     return all(numpy.array_equal(x, y) for x, y in zip(expected, got))
+
+
+def padded_transpose(W):
+    """``W.T`` (C order) with zero columns up to a whole number of 16, as
+    ``rows_top_k`` reads its weights."""
+    out = numpy.zeros((W.shape[1], -(-W.shape[0] // 16) * 16), dtype=W.dtype)
+    out[:, : W.shape[0]] = W.T
+    return out
 
 
 # head -> its weights and biases among the core's parameters
@@ -340,7 +348,7 @@ class Heads:
         key = ("labels", action)
         if key not in self._stacked:
             lo = self.label_blocks[action] * self.nL
-            self._stacked[key] = (numpy.ascontiguousarray(self.W["l"][lo: lo + self.nL].T),
+            self._stacked[key] = (padded_transpose(self.W["l"][lo: lo + self.nL]),
                                   numpy.ascontiguousarray(self.b["l"][lo: lo + self.nL]))
         if "label_masks" not in self._stacked:
             self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, "uint8")

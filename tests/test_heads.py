@@ -58,10 +58,10 @@ def test_picked_and_the_search_path_are_the_plain_softmaxes(heads):
 def test_the_searchs_float32_labels_come_from_the_rows_with_the_bits_of_top_labels():
     """float32 (the search's): ``step_logprobs`` takes each labelled action's
     top labels straight from the rows of H that may take it (compiled
-    ``rows_top_k``, where ``compiled_labels_match``), the very bits of
+    ``rows_top_k``, where ``compiled_rows_match``), the very bits of
     ``top_labels`` on those rows gathered; the other rows stay label 0 at
     -inf."""
-    from spacy_isbn.model.heads import compiled_labels_match
+    from spacy_isbn.model.heads import compiled_rows_match
 
     heads = Heads(_setup()[0])
     H = numpy.random.default_rng(3).random((40, heads.core.get_dim("nH"))).astype("float32")
@@ -75,7 +75,7 @@ def test_the_searchs_float32_labels_come_from_the_rows_with_the_bits_of_top_labe
     end_legal = numpy.ones(len(H), dtype=bool)
     _, _, top, top_lp = heads.step_logprobs(H, masks, allowed, numpy.full(len(H), -numpy.inf),
                                             end_legal, kinds, [1, 2], 2)
-    assert compiled_labels_match(H.shape[1], heads.nL)
+    assert compiled_rows_match(H.shape[1], heads.nL)
     for a, action in enumerate([1, 2]):
         rows = numpy.flatnonzero(allowed[:, action])
         best, best_lp = heads.top_labels(H[rows], action,

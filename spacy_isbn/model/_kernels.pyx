@@ -15,6 +15,7 @@ the exponentials vectorise."""
 from libc.math cimport INFINITY, exp, expf, log, logf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 import numpy
 
@@ -285,39 +286,79 @@ def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
                               &top_lp[i, 0])
 
 
-def rows_top_k(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
-               const float[::1] b, const unsigned char[:, ::1] masks, const int[::1] kinds,
-               int64_t[:, ::1] top, double[:, ::1] top_lp) -> None:
-    """:func:`masked_top_k` of the logits ``H[rows[i]] @ Wt[:, :len(b)] + b``
-    into row ``rows[i]`` of ``top`` and ``top_lp`` (``kinds[i]``: its
-    mask), the products by the compiled chains (``link_products``'s: BLIS's
-    bits where ``step.fma_matches_blis``) straight from the rows of ``H``,
-    six rows at a time: no gathered copy of the rows, no packing of ``Wt``.
-    ``Wt``'s columns past ``len(b)`` pad it to whole blocks of 16 (zeros),
-    so that no column is left to a lone chain of dependent operations."""
-    cdef Py_ssize_t lo, j, m, c, i, n = rows.shape[0], width = b.shape[0], K = top.shape[1]
-    cdef Py_ssize_t padded = Wt.shape[1]
+cdef void _chunk_logits(const float[:, ::1] H, const int64_t* rows, Py_ssize_t m,
+                        const float[:, ::1] Wt, const float[::1] b, float* scratch,
+                        const float** hs, float** outs) noexcept nogil:
+    """Rows ``outs[j]`` (of ``scratch``) = ``H[rows[j]] @ Wt + b`` for j < m
+    (at most ROW_CHUNK), six rows at a time (past m the last row again as
+    filler), the bias added to the first ``len(b)`` columns."""
+    cdef Py_ssize_t j, c, padded = Wt.shape[1]
+    for j in range(ROW_CHUNK):
+        hs[j] = &H[rows[min(j, m - 1)], 0]
+        outs[j] = scratch + j * padded
+    isbn_rows_times(hs, (m + 5) // 6 * 6, &Wt[0, 0], Wt.shape[0], padded, outs)
+    for j in range(m):
+        for c in range(b.shape[0]):
+            outs[j][c] = outs[j][c] + b[c]
+
+
+cdef float* _scratch(const float[:, ::1] Wt, const float[::1] b) except NULL:
+    if Wt.shape[1] % 16 or Wt.shape[1] < b.shape[0] or ROW_CHUNK % 6:
+        raise ValueError("Wt's columns are not whole blocks of 16 covering b's")
+    cdef float* scratch = <float*>malloc(ROW_CHUNK * max(1, Wt.shape[1]) * sizeof(float))
+    if scratch == NULL:
+        raise MemoryError()
+    return scratch
+
+
+def rows_logits(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
+                const float[::1] b, float[:, ::1] out) -> None:
+    """out[i] = ``H[rows[i]] @ Wt[:, :len(b)] + b``, the products by the
+    compiled chains (``link_products``'s: BLIS's bits where
+    ``step.fma_matches_blis``) straight from the rows of ``H``: no gathered
+    copy of the rows, no packing of ``Wt``.  ``Wt``'s columns past
+    ``len(b)`` pad it to whole blocks of 16 (zeros), so that no column is
+    left to a lone chain of dependent operations (:func:`padded_transpose`)."""
+    cdef Py_ssize_t lo, j, m, n = rows.shape[0], width = b.shape[0]
     cdef const float* hs[ROW_CHUNK]
     cdef float* outs[ROW_CHUNK]
-    if padded % 16 or padded < width or ROW_CHUNK % 6:
-        raise ValueError("rows_top_k: Wt's columns are not whole blocks of 16 covering b's")
-    cdef float* logits = <float*>malloc(ROW_CHUNK * max(1, padded) * sizeof(float))
-    if logits == NULL:
-        raise MemoryError()
+    cdef float* scratch = _scratch(Wt, b)
     with nogil:
         for lo in range(0, n, ROW_CHUNK):
             m = min(ROW_CHUNK, n - lo)
-            for j in range(ROW_CHUNK):  # past m: the last row again, as six-row blocks' filler
-                hs[j] = &H[rows[lo + min(j, m - 1)], 0]
-                outs[j] = logits + j * padded
-            isbn_rows_times(hs, (m + 5) // 6 * 6, &Wt[0, 0], Wt.shape[0], padded, outs)
+            _chunk_logits(H, &rows[lo], m, Wt, b, scratch, hs, outs)
+            for j in range(m):
+                memcpy(&out[lo + j, 0], outs[j], width * sizeof(float))
+    free(scratch)
+
+
+def rows_top_k(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
+               const float[::1] b, const unsigned char[:, ::1] masks, const int[::1] kinds,
+               int64_t[:, ::1] top, double[:, ::1] top_lp) -> None:
+    """:func:`masked_top_k` of :func:`rows_logits`'s logits into row
+    ``rows[i]`` of ``top`` and ``top_lp`` (``kinds[i]``: its mask), a chunk
+    of rows at a time."""
+    cdef Py_ssize_t lo, j, m, i, n = rows.shape[0], width = b.shape[0], K = top.shape[1]
+    cdef const float* hs[ROW_CHUNK]
+    cdef float* outs[ROW_CHUNK]
+    cdef float* scratch = _scratch(Wt, b)
+    with nogil:
+        for lo in range(0, n, ROW_CHUNK):
+            m = min(ROW_CHUNK, n - lo)
+            _chunk_logits(H, &rows[lo], m, Wt, b, scratch, hs, outs)
             for j in range(m):
                 i = rows[lo + j]
-                for c in range(width):
-                    outs[j][c] = outs[j][c] + b[c]
                 _masked_top_k_row(outs[j], width, &masks[kinds[lo + j], 0], K, &top[i, 0],
                                   &top_lp[i, 0])
-    free(logits)
+    free(scratch)
+
+
+def padded_transpose(const float[:, :] W):
+    """``W.T`` (C order) with zero columns up to a whole number of 16, as
+    :func:`rows_logits` reads its weights."""
+    out = numpy.zeros((W.shape[1], (W.shape[0] + 15) // 16 * 16), dtype="float32")
+    out[:, : W.shape[0]] = numpy.asarray(W).T
+    return out
 
 
 cdef bint _masked_lse(const real* row, Py_ssize_t width, const unsigned char* allowed,

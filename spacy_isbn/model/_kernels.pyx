@@ -302,13 +302,33 @@ cdef void _chunk_logits(const float[:, ::1] H, const int64_t* rows, Py_ssize_t m
             outs[j][c] = outs[j][c] + b[c]
 
 
-cdef float* _scratch(const float[:, ::1] Wt, const float[::1] b) except NULL:
-    if Wt.shape[1] % 16 or Wt.shape[1] < b.shape[0] or ROW_CHUNK % 6:
+cdef int _rows_pass(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
+                    const float[::1] b, float* out, const unsigned char* masks,
+                    const int* kinds, int64_t* top, double* top_lp, Py_ssize_t K) except -1:
+    """:func:`rows_logits` into ``out`` (n x len(b)), or (``out`` NULL)
+    :func:`rows_top_k` of them into rows ``rows[i]`` of ``top`` and
+    ``top_lp`` (n x K) under mask ``kinds[i]`` of ``masks``."""
+    cdef Py_ssize_t lo, j, m, i, n = rows.shape[0], width = b.shape[0]
+    cdef const float* hs[ROW_CHUNK]
+    cdef float* outs[ROW_CHUNK]
+    if Wt.shape[1] % 16 or Wt.shape[1] < width or ROW_CHUNK % 6:
         raise ValueError("Wt's columns are not whole blocks of 16 covering b's")
     cdef float* scratch = <float*>malloc(ROW_CHUNK * max(1, Wt.shape[1]) * sizeof(float))
     if scratch == NULL:
         raise MemoryError()
-    return scratch
+    with nogil:
+        for lo in range(0, n, ROW_CHUNK):
+            m = min(ROW_CHUNK, n - lo)
+            _chunk_logits(H, &rows[lo], m, Wt, b, scratch, hs, outs)
+            for j in range(m):
+                if out != NULL:
+                    memcpy(out + (lo + j) * width, outs[j], width * sizeof(float))
+                    continue
+                i = rows[lo + j]
+                _masked_top_k_row(outs[j], width, masks + kinds[lo + j] * width, K, top + i * K,
+                                  top_lp + i * K)
+    free(scratch)
+    return 0
 
 
 def rows_logits(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
@@ -319,17 +339,10 @@ def rows_logits(const float[:, ::1] H, const int64_t[::1] rows, const float[:, :
     copy of the rows, no packing of ``Wt``.  ``Wt``'s columns past
     ``len(b)`` pad it to whole blocks of 16 (zeros), so that no column is
     left to a lone chain of dependent operations (:func:`padded_transpose`)."""
-    cdef Py_ssize_t lo, j, m, n = rows.shape[0], width = b.shape[0]
-    cdef const float* hs[ROW_CHUNK]
-    cdef float* outs[ROW_CHUNK]
-    cdef float* scratch = _scratch(Wt, b)
-    with nogil:
-        for lo in range(0, n, ROW_CHUNK):
-            m = min(ROW_CHUNK, n - lo)
-            _chunk_logits(H, &rows[lo], m, Wt, b, scratch, hs, outs)
-            for j in range(m):
-                memcpy(&out[lo + j, 0], outs[j], width * sizeof(float))
-    free(scratch)
+    if out.shape[0] < rows.shape[0] or out.shape[1] != b.shape[0]:
+        raise ValueError("rows_logits: out is not (rows, len(b))")
+    if rows.shape[0]:
+        _rows_pass(H, rows, Wt, b, &out[0, 0], NULL, NULL, NULL, NULL, 0)
 
 
 def rows_top_k(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
@@ -338,19 +351,11 @@ def rows_top_k(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::
     """:func:`masked_top_k` of :func:`rows_logits`'s logits into row
     ``rows[i]`` of ``top`` and ``top_lp`` (``kinds[i]``: its mask), a chunk
     of rows at a time."""
-    cdef Py_ssize_t lo, j, m, i, n = rows.shape[0], width = b.shape[0], K = top.shape[1]
-    cdef const float* hs[ROW_CHUNK]
-    cdef float* outs[ROW_CHUNK]
-    cdef float* scratch = _scratch(Wt, b)
-    with nogil:
-        for lo in range(0, n, ROW_CHUNK):
-            m = min(ROW_CHUNK, n - lo)
-            _chunk_logits(H, &rows[lo], m, Wt, b, scratch, hs, outs)
-            for j in range(m):
-                i = rows[lo + j]
-                _masked_top_k_row(outs[j], width, &masks[kinds[lo + j], 0], K, &top[i, 0],
-                                  &top_lp[i, 0])
-    free(scratch)
+    if masks.shape[1] != b.shape[0]:
+        raise ValueError("rows_top_k: the masks are not len(b) wide")
+    if rows.shape[0]:
+        _rows_pass(H, rows, Wt, b, NULL, &masks[0, 0], &kinds[0], &top[0, 0], &top_lp[0, 0],
+                   top.shape[1])
 
 
 def padded_transpose(const float[:, :] W):

@@ -13,6 +13,7 @@ setup(
                       ["spacy_isbn/transitions/_left_corner.pyx"]),
             # -ffast-math only when compiling (see the module's docstring)
             Extension("spacy_isbn.model._kernels", ["spacy_isbn/model/_kernels.pyx"],
+                      depends=["spacy_isbn/model/_rows_times.h"],
                       extra_compile_args=["-O3", "-ffast-math"], libraries=["m"]),
             Extension("spacy_isbn.model._trie", ["spacy_isbn/model/_trie.pyx"]),
             Extension("spacy_isbn.search._select", ["spacy_isbn/search/_select.pyx"]),

@@ -102,6 +102,38 @@ def test_vector_ids_point_at_the_words_of_each_template():
     assert out[1].tolist() == [0, 102, 103]  # token 15 is past the doc's end
 
 
+def test_pieces_out_of_order_read_the_whole_table_through_their_token_rows():
+    """``piece_vectors``: pieces one after the other are a view of their
+    rows; pieces with gaps (the k-best pass leaves one-word sentences out)
+    leave the table whole, with each search token's first row there, and
+    the search's ids then read the very vectors a copy of the pieces' rows
+    gives, past the pieces' end the template's "none" as there."""
+    nlp, parser, egs = inline_parser(n_docs=2)
+    vectors = parser.token_vectors([eg.predicted for eg in egs])
+    table, token_rows = parser.piece_vectors(vectors, [(0, 0, 3), (0, 3, 2)])
+    assert token_rows is None and numpy.shares_memory(table, vectors[0])
+    pieces = [(1, 1, 3), (0, 2, 2)]
+    table, token_rows = parser.piece_vectors(vectors, pieces)
+    assert table is vectors[0] and len(token_rows) == 5
+    A = len(parser.core.attrs["vector_columns"])
+    copied = numpy.concatenate([vectors[0][vectors[1][d] + s * A: vectors[1][d] + (s + n) * A]
+                                for d, s, n in pieces])
+    by_copy, by_rows = SearchStep(parser.model, copied), SearchStep(parser.model, table, token_rows)
+    column, offset = by_copy.vector_columns[0]
+    n_rows = len(by_copy.table.E)
+    for base, end in ((0, 3), (3, 5)):  # each piece's first token and end, word k = token base + k
+        feats = numpy.full((3, parser.moves.width), -1, dtype="int32")
+        feats[:, column] = offset + VEC_ROWS + numpy.arange(3)
+        ids = [step.vector_ids(feats.copy(), numpy.full(3, base), numpy.full(3, end))[:, column]
+               for step in (by_copy, by_rows)]
+        for row_copy, row_rows in zip(*ids):
+            if row_copy < n_rows:  # past the end: the template's "none"
+                assert row_rows == row_copy
+            else:
+                numpy.testing.assert_array_equal(by_copy.table.vectors[row_copy - n_rows],
+                                                 by_rows.table.vectors[row_rows - n_rows])
+
+
 def test_gradients_match_finite_differences_including_tok2vec():
     nlp, parser, egs = inline_parser()
     model = parser.model

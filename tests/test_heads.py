@@ -55,6 +55,37 @@ def test_picked_and_the_search_path_are_the_plain_softmaxes(heads):
         numpy.testing.assert_allclose(best_lp, numpy.take_along_axis(plain, best, 1), rtol=1e-12)
 
 
+def test_the_searchs_float32_labels_come_from_the_rows_with_the_bits_of_top_labels():
+    """float32 (the search's): ``step_logprobs`` takes each labelled action's
+    top labels straight from the rows of H that may take it (compiled
+    ``rows_top_k``, where ``compiled_rows_match``), the very bits of
+    ``top_labels`` on those rows gathered; the other rows stay label 0 at
+    -inf."""
+    from spacy_isbn.model.heads import compiled_rows_match
+
+    heads = Heads(_setup()[0])
+    H = numpy.random.default_rng(3).random((40, heads.core.get_dim("nH"))).astype("float32")
+    nA = len(heads.W["a"])
+    masks = numpy.ones((len(H), nA), dtype=bool)
+    allowed = masks.copy()
+    allowed[::3, 1] = False
+    allowed[1::4, 2] = False
+    kinds = numpy.zeros((len(H), 2), dtype="int32")
+    kinds[:, 1] = 1
+    end_legal = numpy.ones(len(H), dtype=bool)
+    _, _, top, top_lp = heads.step_logprobs(H, masks, allowed, numpy.full(len(H), -numpy.inf),
+                                            end_legal, kinds, [1, 2], 2)
+    assert compiled_rows_match(H.shape[1], heads.nL)
+    for a, action in enumerate([1, 2]):
+        rows = numpy.flatnonzero(allowed[:, action])
+        best, best_lp = heads.top_labels(H[rows], action,
+                                         numpy.ascontiguousarray(kinds[rows, a]), 2)
+        numpy.testing.assert_array_equal(top[a, rows], best)
+        numpy.testing.assert_array_equal(top_lp[a, rows], best_lp)
+        others = numpy.flatnonzero(~allowed[:, action])
+        assert (top[a, others] == 0).all() and (top_lp[a, others] == -numpy.inf).all()
+
+
 def test_score_backprop_matches_finite_differences_and_flushes_once(heads):
     """``score``'s gradient (to the means and, flushed, to the weights) is
     the log-prob's; the kept gradients go to the core once."""

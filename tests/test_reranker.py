@@ -516,9 +516,9 @@ def test_boundary_beam_sets_the_first_pass_only(pipeline, monkeypatch):
     parser = nlp.get_pipe("isbn_parser")
     widths = []
     original = type(parser)._search
-    monkeypatch.setattr(type(parser), "_search", lambda self, joint, vectors=None, beam_width=0: (
-        widths.append(beam_width or self.cfg["beam_width"]),
-        original(self, joint, vectors, beam_width))[1])
+    monkeypatch.setattr(type(parser), "_search", lambda self, joint, vectors=None, beam_width=0,
+                        token_rows=None: (widths.append(beam_width or self.cfg["beam_width"]),
+                                          original(self, joint, vectors, beam_width, token_rows))[1])
     monkeypatch.setitem(parser.cfg, "boundary_beam", 1)
     doc = nlp("the dog barks . cats sleep .")
     assert widths == [1, parser.cfg["beam_width"]]

@@ -15,6 +15,7 @@ the exponentials vectorise."""
 from libc.math cimport INFINITY, exp, expf, log, logf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 import numpy
 
@@ -23,94 +24,7 @@ ctypedef fused real:
     double
 
 
-cdef extern from *:
-    """
-    #include <immintrin.h>
-    #define ISBN_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 1)
-
-    /* out = h @ W (W: K x N, row-major), each entry one chain of fused
-       multiply-adds over k in order from zero: the arithmetic of BLIS's
-       sgemm micro-kernels, without their packing of W on every call. */
-    static inline __attribute__((always_inline)) void isbn_row_times(
-            const float* h, const float* W, long K, long N, float* out) {
-        long c = 0;
-        for (; c + 64 <= N; c += 64) {
-            float acc[64];
-            for (int j = 0; j < 64; j++) acc[j] = 0.0f;
-            for (long k = 0; k < K; k++) {
-                const float hk = h[k];
-                const float* w = W + k * N + c;
-                for (int j = 0; j < 64; j++) acc[j] = __builtin_fmaf(hk, w[j], acc[j]);
-            }
-            for (int j = 0; j < 64; j++) out[c + j] = acc[j];
-        }
-        for (; c < N; c++) {
-            float a = 0.0f;
-            for (long k = 0; k < K; k++) a = __builtin_fmaf(h[k], W[k * N + c], a);
-            out[c] = a;
-        }
-    }
-    /* columns [c0, N) of out = h @ W by the same chains */
-    static inline __attribute__((always_inline)) void isbn_row_tail(
-            const float* h, const float* W, long K, long N, long c0, float* out) {
-        for (long c = c0; c < N; c++) {
-            float a = 0.0f;
-            for (long k = 0; k < K; k++) a = __builtin_fmaf(h[k], W[k * N + c], a);
-            out[c] = a;
-        }
-    }
-    /* six rows at once, 16 columns at a time (12 accumulators in registers,
-       each W load used six times, as BLIS's micro-kernel blocks): columns
-       [0, N - N % 16); still one chain per entry, so the same bits */
-    __attribute__((target("avx2,fma"))) static void isbn_six_rows(
-            const float* const* hs, const float* W, long K, long N, float* const* outs) {
-        for (long c = 0; c + 16 <= N; c += 16) {
-            __m256 a[6][2];
-            for (int j = 0; j < 6; j++) a[j][0] = a[j][1] = _mm256_setzero_ps();
-            for (long k = 0; k < K; k++) {
-                const __m256 w0 = _mm256_loadu_ps(W + k * N + c);
-                const __m256 w1 = _mm256_loadu_ps(W + k * N + c + 8);
-                for (int j = 0; j < 6; j++) {
-                    const __m256 b = _mm256_broadcast_ss(hs[j] + k);
-                    a[j][0] = _mm256_fmadd_ps(b, w0, a[j][0]);
-                    a[j][1] = _mm256_fmadd_ps(b, w1, a[j][1]);
-                }
-            }
-            for (int j = 0; j < 6; j++) {
-                _mm256_storeu_ps(outs[j] + c, a[j][0]);
-                _mm256_storeu_ps(outs[j] + c + 8, a[j][1]);
-            }
-        }
-    }
-    /* compiled for FMA units, chosen at run time; else libm's exact fmaf */
-    __attribute__((target("avx2,fma"))) static void isbn_row_times_fma(
-            const float* h, const float* W, long K, long N, float* out) {
-        isbn_row_times(h, W, K, N, out);
-    }
-    __attribute__((target("avx2,fma"))) static void isbn_row_tail_fma(
-            const float* h, const float* W, long K, long N, long c0, float* out) {
-        isbn_row_tail(h, W, K, N, c0, out);
-    }
-    static int isbn_has_fma(void) {
-        return __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-    }
-    /* outs[i] = hs[i] @ W for n rows */
-    static void isbn_rows_times(const float* const* hs, long n, const float* W, long K, long N,
-                                float* const* outs) {
-        long i = 0;
-        if (isbn_has_fma()) {
-            for (; i + 6 <= n; i += 6) {
-                isbn_six_rows(hs + i, W, K, N, outs + i);
-                if (N % 16)
-                    for (int j = 0; j < 6; j++)
-                        isbn_row_tail_fma(hs[i + j], W, K, N, N - N % 16, outs[i + j]);
-            }
-            for (; i < n; i++) isbn_row_times_fma(hs[i], W, K, N, outs[i]);
-        } else {
-            for (; i < n; i++) isbn_row_times(hs[i], W, K, N, outs[i]);
-        }
-    }
-    """
+cdef extern from "_rows_times.h":
     void ISBN_PREFETCH(const void* p) noexcept nogil
     void isbn_rows_times(const float* const* hs, long n, const float* W, long K, long N,
                          float* const* outs) noexcept nogil
@@ -157,6 +71,26 @@ cdef void _prefetch_rest(const real[:, ::1] table, const real[:, ::1] rest, cons
                 ISBN_PREFETCH(&rest[row - table.shape[0], c])
 
 
+cdef void _prefetch_links(const int[:, ::1] src, const int[:, ::1] slot,
+                          const real[:, ::1] products, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """Ask early for what row i + 1's linked products are, and for the
+    products themselves one row later: both are looked up by state, over
+    tables far larger than the caches."""
+    cdef Py_ssize_t r, c, R = src.shape[1]
+    cdef int row
+    if i + 2 < n:
+        for r in range(R):
+            row = src[i + 2, r]
+            if row >= 0:
+                ISBN_PREFETCH(&slot[row, r])
+    if i + 1 < n:
+        for r in range(R):
+            row = src[i + 1, r]
+            if row >= 0:
+                for c in range(0, products.shape[1], BLOCK):
+                    ISBN_PREFETCH(&products[slot[row, r], c])
+
+
 def embed_sum(const real[:, ::1] table, const real[:, ::1] rest, const int[:, ::1] ids,
               real[:, ::1] out) -> None:
     """out[i] += sum of the rows ids[i, f] over the used f, of ``table``
@@ -191,6 +125,8 @@ cdef void _link_sums(const real[:, ::1] table, const real[:, ::1] rest, const in
     for i in range(n):
         if i + 1 < n:
             _prefetch_rest(table, rest, &ids[i + 1, 0], n_ids)
+        if R:
+            _prefetch_links(src, slot, products, i, n)
         n_src = 0
         for f in range(n_ids):
             row = ids[i, f]
@@ -348,6 +284,86 @@ def masked_top_k(const real[:, ::1] logits, const unsigned char[:, ::1] masks,
         for i in range(n):
             _masked_top_k_row(&logits[i, 0], width, &masks[kinds[i], 0], K, &top[i, 0],
                               &top_lp[i, 0])
+
+
+cdef void _chunk_logits(const float[:, ::1] H, const int64_t* rows, Py_ssize_t m,
+                        const float[:, ::1] Wt, const float[::1] b, float* scratch,
+                        const float** hs, float** outs) noexcept nogil:
+    """Rows ``outs[j]`` (of ``scratch``) = ``H[rows[j]] @ Wt + b`` for j < m
+    (at most ROW_CHUNK), six rows at a time (past m the last row again as
+    filler), the bias added to the first ``len(b)`` columns."""
+    cdef Py_ssize_t j, c, padded = Wt.shape[1]
+    for j in range(ROW_CHUNK):
+        hs[j] = &H[rows[min(j, m - 1)], 0]
+        outs[j] = scratch + j * padded
+    isbn_rows_times(hs, (m + 5) // 6 * 6, &Wt[0, 0], Wt.shape[0], padded, outs)
+    for j in range(m):
+        for c in range(b.shape[0]):
+            outs[j][c] = outs[j][c] + b[c]
+
+
+cdef int _rows_pass(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
+                    const float[::1] b, float* out, const unsigned char* masks,
+                    const int* kinds, int64_t* top, double* top_lp, Py_ssize_t K) except -1:
+    """:func:`rows_logits` into ``out`` (n x len(b)), or (``out`` NULL)
+    :func:`rows_top_k` of them into rows ``rows[i]`` of ``top`` and
+    ``top_lp`` (n x K) under mask ``kinds[i]`` of ``masks``."""
+    cdef Py_ssize_t lo, j, m, i, n = rows.shape[0], width = b.shape[0]
+    cdef const float* hs[ROW_CHUNK]
+    cdef float* outs[ROW_CHUNK]
+    if Wt.shape[1] % 16 or Wt.shape[1] < width or ROW_CHUNK % 6:
+        raise ValueError("Wt's columns are not whole blocks of 16 covering b's")
+    cdef float* scratch = <float*>malloc(ROW_CHUNK * max(1, Wt.shape[1]) * sizeof(float))
+    if scratch == NULL:
+        raise MemoryError()
+    with nogil:
+        for lo in range(0, n, ROW_CHUNK):
+            m = min(ROW_CHUNK, n - lo)
+            _chunk_logits(H, &rows[lo], m, Wt, b, scratch, hs, outs)
+            for j in range(m):
+                if out != NULL:
+                    memcpy(out + (lo + j) * width, outs[j], width * sizeof(float))
+                    continue
+                i = rows[lo + j]
+                _masked_top_k_row(outs[j], width, masks + kinds[lo + j] * width, K, top + i * K,
+                                  top_lp + i * K)
+    free(scratch)
+    return 0
+
+
+def rows_logits(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
+                const float[::1] b, float[:, ::1] out) -> None:
+    """out[i] = ``H[rows[i]] @ Wt[:, :len(b)] + b``, the products by the
+    compiled chains (``link_products``'s: BLIS's bits where
+    ``step.fma_matches_blis``) straight from the rows of ``H``: no gathered
+    copy of the rows, no packing of ``Wt``.  ``Wt``'s columns past
+    ``len(b)`` pad it to whole blocks of 16 (zeros), so that no column is
+    left to a lone chain of dependent operations (:func:`padded_transpose`)."""
+    if out.shape[0] < rows.shape[0] or out.shape[1] != b.shape[0]:
+        raise ValueError("rows_logits: out is not (rows, len(b))")
+    if rows.shape[0]:
+        _rows_pass(H, rows, Wt, b, &out[0, 0], NULL, NULL, NULL, NULL, 0)
+
+
+def rows_top_k(const float[:, ::1] H, const int64_t[::1] rows, const float[:, ::1] Wt,
+               const float[::1] b, const unsigned char[:, ::1] masks, const int[::1] kinds,
+               int64_t[:, ::1] top, double[:, ::1] top_lp) -> None:
+    """:func:`masked_top_k` of :func:`rows_logits`'s logits into row
+    ``rows[i]`` of ``top`` and ``top_lp`` (``kinds[i]``: its mask), a chunk
+    of rows at a time."""
+    if masks.shape[1] != b.shape[0]:
+        raise ValueError("rows_top_k: the masks are not len(b) wide")
+    if rows.shape[0]:
+        _rows_pass(H, rows, Wt, b, NULL, &masks[0, 0], &kinds[0], &top[0, 0], &top_lp[0, 0],
+                   top.shape[1])
+
+
+def padded_transpose(const float[:, :] W):
+    """``W.T`` (C order) with zero columns up to a whole number of 16, as
+    :func:`rows_logits` reads its weights."""
+    out = numpy.zeros((W.shape[1], (W.shape[0] + 15) // 16 * 16), dtype="float32")
+    out[:, : W.shape[0]] = numpy.asarray(W).T
+    return out
 
 
 cdef bint _masked_lse(const real* row, Py_ssize_t width, const unsigned char* allowed,
@@ -548,13 +564,16 @@ cdef Py_ssize_t _new_links(const int[:, ::1] src, int[:, ::1] slot, int next_slo
 
 def vector_rows(int[:, ::1] feats, const int64_t[::1] cols, const int64_t[::1] offsets,
                 int n_rows, int vec_rows, const int64_t[::1] tok_base,
-                const int64_t[::1] tok_end) -> None:
+                const int64_t[::1] tok_end, const int64_t[::1] token_rows=None) -> None:
     """In place, ``vec`` template a's word positions in column ``cols[a]``
     (ids ``offsets[a] + vec_rows + k``: the sentence's k-th word) become
-    rows of the projected token vectors, ``n_rows + token * A + a``, or the
-    template's "none" (``offsets[a]``) past ``tok_end``; other ids stay."""
+    rows of the projected token vectors, ``n_rows + token * A + a`` (with
+    ``token_rows``, ``n_rows + token_rows[token] + a``: the tokens' first
+    rows in a larger table), or the template's "none" (``offsets[a]``) past
+    ``tok_end``; other ids stay."""
     cdef Py_ssize_t i, a, n = feats.shape[0], A = cols.shape[0]
     cdef int64_t val, tok
+    cdef bint mapped = token_rows is not None
     with nogil:
         for i in range(n):
             for a in range(A):
@@ -562,4 +581,7 @@ def vector_rows(int[:, ::1] feats, const int64_t[::1] cols, const int64_t[::1] o
                 if val < vec_rows:
                     continue
                 tok = tok_base[i] + val - vec_rows
-                feats[i, cols[a]] = n_rows + tok * A + a if tok < tok_end[i] else offsets[a]
+                if tok >= tok_end[i]:
+                    feats[i, cols[a]] = offsets[a]
+                else:
+                    feats[i, cols[a]] = n_rows + (token_rows[tok] if mapped else tok * A) + a

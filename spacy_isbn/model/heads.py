@@ -15,16 +15,33 @@ search's hot paths take the compiled kernels (``picked_log_softmax``,
 path (``ops.xp``), which gives the same numbers (tests/test_ops_path.py).
 Outcomes, masks and state ids may come as numpy (the transition states
 make them): they cross to the device by ``ops.asarray``."""
+from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Ints2d
 
-from ._kernels import (action_tag_logprobs, log_softmax_and_pick, masked_top_k, picked_log_softmax,
-                       picked_log_softmax2)
+from ._kernels import (action_tag_logprobs, log_softmax_and_pick, masked_top_k, padded_transpose,
+                       picked_log_softmax, picked_log_softmax2, rows_logits, rows_top_k)
 from .meanfield import Observed
-from .step import compiled, gemm, log_softmax, logsumexp, masked_log_softmax, row_products
+from .step import (NUMPY_OPS, compiled, gemm, log_softmax, logsumexp, masked_log_softmax,
+                   row_products)
+
+@lru_cache(maxsize=None)
+def compiled_rows_match(width: int, n_out: int) -> bool:
+    """Whether the compiled ``rows_logits`` (and ``rows_top_k``, its
+    logits' top labels) gives here the bits of ``ops.gemm``'s logits plus
+    the bias, for states of ``width`` units and ``n_out`` outcomes (see
+    :func:`.step.fma_matches_blis`): only then do the heads take it."""
+    rng = numpy.random.default_rng(width + n_out)
+    H = rng.random((20, width)).astype("float32")  # three blocks of six and two rows
+    W = rng.normal(0, 0.3, (n_out, width)).astype("float32")
+    b = rng.normal(0, 0.3, n_out).astype("float32")
+    got = numpy.empty((len(H), n_out), dtype="float32")
+    rows_logits(H, numpy.arange(len(H)), padded_transpose(W), b, got)
+    return numpy.array_equal(got, row_products(NUMPY_OPS, H, W) + b)
+
 
 # head -> its weights and biases among the core's parameters
 HEAD_PARAMS = {"a": ("Wa", "ba"), "l": ("Wl", "bl"), "t": ("Wt", "bt"), "b": ("Wb", "bb"),
@@ -80,9 +97,10 @@ class Heads:
         (a row per state) allows; each state's softmax once (:meth:`_pick`).
         What scoring (no training) reads, the plain forward and the shared
         one alike."""
-        W, b = self._rows(key, rows_lo, mask.shape[1])
+        lo = rows_lo or 0
         row_of = numpy.arange(len(H)) if row_of is None else row_of
-        return self._pick(row_products(self.ops, H, W) + b, mask, row_of, targets)
+        return self._pick(self._row_logits(key, H, None, lo, lo + mask.shape[1]), mask, row_of,
+                          targets)
 
     def _pick(self, logits: Floats2d, mask, row_of, targets) -> Floats1d:
         """``log_softmax(logits[row_of[i]])[targets[i]]`` over the columns
@@ -122,8 +140,7 @@ class Heads:
         for a, b in zip(runs[:-1], runs[1:]):  # one tag's distinct states
             lo, hi = ranges[distinct_tags[a]]
             mine = order[starts[a]: starts[b]]
-            logits = (row_products(ops, H[ops.asarray(states[first[a:b]])], self.W[key][lo:hi])
-                      + self.b[key][lo:hi])
+            logits = self._row_logits(key, H, states[first[a:b]], lo, hi)
             out[ops.asarray(mine)] = self._pick(logits, None, inverse[mine] - a, targets[mine] - lo)
         return out
 
@@ -298,12 +315,65 @@ class Heads:
         top = xp.zeros((len(actions), N, k), dtype="int64")
         top_lp = xp.full((len(actions), N, k), -xp.inf)
         decided = self.ops.to_numpy(act_lp)
+        in_place = self._rows_compiled(H, self.nL)
         for a, action in enumerate(actions):
             rows = numpy.flatnonzero(allowed[:, action] & (decided[:, action] > floor))
-            if len(rows):
-                at = self.ops.asarray(rows)
-                top[a, at], top_lp[a, at] = self.top_labels(H[at], action, kinds[rows, a], k)
+            if not len(rows):
+                continue
+            if in_place:  # straight from the rows of H into rows of top
+                self._rows_top_labels(H, rows, action, kinds[:, a], top[a], top_lp[a])
+                continue
+            at = self.ops.asarray(rows)
+            top[a, at], top_lp[a, at] = self.top_labels(H[at], action, kinds[rows, a], k)
         return act_lp, tag_lp, top, top_lp
+
+    def _rows_top_labels(self, H, rows, action: int, kinds, top, top_lp) -> None:
+        """:meth:`top_labels` of the states ``H[rows]`` written to those rows
+        of ``top`` and ``top_lp`` (and of ``kinds``): the compiled
+        ``rows_top_k`` (where :meth:`_rows_compiled`)."""
+        lo = self.label_blocks[action] * self.nL
+        if "label_masks" not in self._stacked:
+            self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, "uint8")
+        Wt, b = self._padded("l", lo, lo + self.nL)
+        row_kinds = numpy.ascontiguousarray(kinds[rows], dtype="int32")
+        rows_top_k(H, rows.astype("int64"), Wt, b, self._stacked["label_masks"], row_kinds, top,
+                   top_lp)
+        if self.label_offsets is not None:  # the seen labels' share, log(1 - escape)
+            top_lp[rows] += self.label_offsets[row_kinds[:, None], top[rows]]
+
+    def _rows_compiled(self, H, n_out: int) -> bool:
+        """Whether head products of ``n_out`` outcomes from states ``H``
+        take the compiled ``rows_logits`` / ``rows_top_k``: numpy's ops,
+        float32, C order, and the same bits as BLIS here."""
+        return (self.compiled and H.dtype == numpy.float32 and H.flags.c_contiguous
+                and compiled_rows_match(H.shape[1], n_out))
+
+    def _padded(self, key: str, lo: int, hi: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """Rows ``lo:hi`` of head ``key``'s weights (or of stacked ones kept
+        under ``key``) as ``rows_logits`` reads them (``padded_transpose``)
+        and their biases, made once."""
+        if (key, lo, hi) not in self._stacked:
+            W, b = (self.W[key], self.b[key]) if key in self.W else self._stacked[key]
+            self._stacked[key, lo, hi] = (padded_transpose(W[lo:hi]),
+                                          numpy.ascontiguousarray(b[lo:hi]))
+        return self._stacked[key, lo, hi]
+
+    def _row_logits(self, key: str, H, rows, lo: int, hi: int) -> Floats2d:
+        """``H[rows] @ W[lo:hi].T + b[lo:hi]`` of head ``key`` (or of
+        stacked weights kept under ``key``; ``rows`` None: all of H): the
+        compiled ``rows_logits`` where :meth:`_rows_compiled`, else the rows
+        gathered through ``ops.gemm``: the same bits."""
+        if not self._rows_compiled(H, hi - lo):
+            W, b = (self.W[key], self.b[key]) if key in self.W else self._stacked[key]
+            logits = row_products(self.ops, H if rows is None else H[self.ops.asarray(rows)],
+                                  W[lo:hi])
+            logits += b[lo:hi]
+            return logits
+        Wt, b = self._padded(key, lo, hi)
+        rows = numpy.arange(len(H)) if rows is None else rows
+        out = numpy.empty((len(rows), hi - lo), dtype="float32")
+        rows_logits(H, numpy.ascontiguousarray(rows, dtype="int64"), Wt, b, out)
+        return out
 
     def _action_tag_logprobs(self, H, masks, end_legal) -> Tuple[Floats2d, Floats2d]:
         """:meth:`actions` and :meth:`tag_logprobs` from one product with the
@@ -312,9 +382,7 @@ class Heads:
             self._stacked["action_tag"] = (
                 numpy.ascontiguousarray(numpy.vstack([self.W["a"], self.W["t"]])),
                 numpy.concatenate([self.b["a"], self.b["t"]]))
-        W, b = self._stacked["action_tag"]
-        logits = row_products(self.ops, H, W)
-        logits += b
+        logits = self._row_logits("action_tag", H, None, 0, len(self._stacked["action_tag"][1]))
         act_lp = numpy.empty((len(H), len(self.W["a"])), dtype=logits.dtype)
         tag_lp = numpy.empty((len(H), self.nT + 1), dtype=logits.dtype)
         action_tag_logprobs(logits, masks.view("uint8"), end_legal.view("uint8"), act_lp, tag_lp)

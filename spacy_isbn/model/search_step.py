@@ -20,9 +20,12 @@ class SearchStep:
     """A trained model as the search reads it, step by step: states, and
     decision log-probs from ``heads``."""
 
-    def __init__(self, model: Model, vectors: Optional[numpy.ndarray] = None):
+    def __init__(self, model: Model, vectors: Optional[numpy.ndarray] = None,
+                 token_rows: Optional[numpy.ndarray] = None):
         """``vectors``: the conditional model's projected token vectors of the
-        search's tokens (:func:`project_tokens`), in the search's numbering.
+        search's tokens (:func:`project_tokens`), in the search's numbering,
+        or with ``token_rows`` a larger table: per search token its first
+        row there (so the search's pieces need no copy of their rows).
         The search runs on the CPU: the core is read through :func:`on_host`."""
         core = core_of(model)
         model = self.core = on_host(core)
@@ -34,6 +37,8 @@ class SearchStep:
         self._vector_cols = numpy.ascontiguousarray(
             numpy.asarray(self.vector_columns, dtype="int64").reshape(-1, 2).T)
         self.vectors = vectors
+        self.token_rows = (None if token_rows is None
+                           else numpy.ascontiguousarray(token_rows, dtype="int64"))
         self.nL = model.get_dim("nL")
         self.nT = model.get_dim("nT")
         self.nH = model.get_dim("nH")
@@ -74,7 +79,7 @@ class SearchStep:
             return feats
         vector_rows(feats, self._vector_cols[0], self._vector_cols[1], len(self.table.E), VEC_ROWS,
                     numpy.ascontiguousarray(tok_base, dtype="int64"),
-                    numpy.ascontiguousarray(tok_end, dtype="int64"))
+                    numpy.ascontiguousarray(tok_end, dtype="int64"), self.token_rows)
         return feats
 
     means = staticmethod(means)

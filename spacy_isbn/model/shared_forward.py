@@ -28,7 +28,7 @@ from .batch import CONTEXT, DerivationBatch
 from .heads import Heads
 from .isbn import (SOFTMAX_HEADS, batch_on_host, forward, forward_inputs, output_groups,
                    ranged_decisions, scored_decisions)
-from .step import LinkedProducts, compiled, latent_step, means, on_host
+from .step import LinkedProducts, compiled, latent_step, means_into, on_host
 
 
 def distinct_rows(key: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
@@ -93,8 +93,8 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
     H[len(first):] = contexts
     products = LinkedProducts()  # nodes are linked by many later nodes
     for lo, hi in zip(starts[:-1], starts[1:]):
-        H[lo:hi] = means(latent_step(model, table, H, links[lo:hi], node_feats[lo:hi],
-                                     products=products)[0])
+        means_into(latent_step(model, table, H, links[lo:hi], node_feats[lo:hi],
+                               products=products)[0], H[lo:hi])
     group_of, ll = output_groups(batch, H.dtype)
     heads = Heads(model)
     for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):

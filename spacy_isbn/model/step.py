@@ -343,6 +343,21 @@ def means(eta: Floats2d, ops: Ops = NUMPY_OPS) -> Floats2d:
     return ops.sigmoid(eta)
 
 
+def means_into(eta: numpy.ndarray, out: numpy.ndarray) -> numpy.ndarray:
+    """:func:`means` (numpy) written straight into ``out`` (a slice of the
+    search's pool or of the forced forward's states): NumpyOps.sigmoid's
+    elementwise steps (clip to +-20, exp(-x), 1 / (1 + e)), so the same
+    bits, without its three temporaries and the copy after."""
+    if out.dtype != eta.dtype:  # computed at eta's precision, then stored
+        out[:] = means(eta)
+        return out
+    numpy.clip(eta, -20.0, 20.0, out=out)
+    numpy.negative(out, out=out)
+    numpy.exp(out, out=out)
+    out += 1.0
+    return numpy.divide(1.0, out, out=out)
+
+
 def dropout_mask(core: Model, shape) -> Optional[Floats2d]:
     """The core's ``dropout`` in training: per mean 0, or 1 / (1 - p) with
     probability 1 - p (None without dropout)."""

@@ -160,7 +160,7 @@ class ISBNConstituency(ISBNPipe):
         if segments:
             vectors = self.piece_vectors(self.token_vectors(docs),
                                          [(d, 0, len(docs[d])) for d in where])
-            search = BeamSearch(SearchStep(self.model, vectors), self.moves,
+            search = BeamSearch(SearchStep(self.model, *vectors), self.moves,
                                 beam_width=self.cfg["beam_width"],
                                 beam_density=self.cfg.get("beam_density", 0.0),
                                 label_top_k=self.cfg["label_top_k"])

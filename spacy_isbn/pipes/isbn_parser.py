@@ -86,9 +86,9 @@ class ISBNParser(DependencyPipe):
 
     # -- prediction ---------------------------------------------------------------
     def _search(self, joint: bool, vectors: Optional[numpy.ndarray] = None,
-                beam_width: int = 0) -> BeamSearch:
+                beam_width: int = 0, token_rows: Optional[numpy.ndarray] = None) -> BeamSearch:
         return BeamSearch(
-            SearchStep(self.model, vectors), self.moves,
+            SearchStep(self.model, vectors, token_rows), self.moves,
             beam_width=beam_width or self.cfg["beam_width"], label_top_k=self.cfg["label_top_k"],
             multiroot=self.cfg["multiroot"],
             joint=self.joint_tables if joint else None, tag_top_k=self.cfg["tag_top_k"],
@@ -161,8 +161,9 @@ class ISBNParser(DependencyPipe):
         out: List[List[Tuple[int, SegmentParse]]] = [[] for _ in range(n_docs)]
         for joint, items in groups.items():
             if items:
-                search = self._search(joint, self.piece_vectors(
-                    vectors, [(d, start, seg[0].n) for (d, start), seg in items]), beam_width)
+                table, token_rows = self.piece_vectors(
+                    vectors, [(d, start, seg[0].n) for (d, start), seg in items])
+                search = self._search(joint, table, beam_width, token_rows)
                 parses = search.parse_many([seg for _, seg in items])
                 for key, seconds in search.timing.items():
                     self.search_timing[key] += seconds

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.step import LinkedProducts
+from ..model.step import LinkedProducts, means_into
 from ..transitions.inputs import JointTables, SegmentInputs
 
 
@@ -72,17 +72,29 @@ class StatePool:
         _spare.pool = (self.data, self.products)
         self.data = self.products = None
 
-    def add(self, H: numpy.ndarray) -> numpy.ndarray:
-        n = H.shape[0]
+    def _grow(self, n: int) -> numpy.ndarray:
+        """Room for ``n`` more states: their rows, to be filled, and ids."""
         if self.size + n > self.data.shape[0]:
             grown = numpy.empty((max(2 * self.data.shape[0], self.size + n), self.data.shape[1]),
                                 dtype="float32")
             grown[: self.size] = self.data[: self.size]
             self.data = grown
         ids = numpy.arange(self.size, self.size + n)
-        self.data[self.size: self.size + n] = H
+        rows = self.data[self.size: self.size + n]
         self.size += n
+        return rows, ids
+
+    def add(self, H: numpy.ndarray) -> numpy.ndarray:
+        rows, ids = self._grow(H.shape[0])
+        rows[:] = H
         return ids
+
+    def add_means(self, eta: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The means of pre-activations ``eta`` (:func:`~..model.step.means_into`)
+        computed straight into new states: their rows (valid until the next
+        :meth:`compact`) and ids."""
+        rows, ids = self._grow(eta.shape[0])
+        return means_into(eta, rows), ids
 
     def compact(self, referenced: numpy.ndarray) -> numpy.ndarray:
         """Keep only the ``referenced`` ids; returns old id -> new id (-1: dropped)."""

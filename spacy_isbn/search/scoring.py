@@ -67,16 +67,17 @@ class StepScorer:
         step, spec = self.step, self.spec
         masks, end_legal, kinds = req["masks"], req["end_legal"], req["label_kinds"]
         eta = step.pre_linked(pool.data[: pool.size], req["src"], req["feats"], pool.products)
-        H = step.means(eta)
-        N = len(H)
         if step.meanfield:
-            act_lp, ids = step.heads.actions(H, masks), None
+            H, ids = step.means(eta), None
+            act_lp = step.heads.actions(H, masks)
         else:
+            # every decision reads the step's means: straight into the pool
+            H, ids = pool.add_means(eta)
             # every head reads the step's means: all in one call
             act_lp, tag_lp, top, top_lp = step.heads.step_logprobs(
                 H, masks, req["allowed"], req["floor"], end_legal, kinds, spec.labelled_actions,
                 min(self.label_top_k, step.nL))
-            ids = pool.add(H)
+        N = len(H)
 
         def after(actions, rows, a=None, **decisions) -> numpy.ndarray:
             """Logits of ``rows`` once ``actions`` (and ``decisions``) are made."""

@@ -138,24 +138,31 @@ def test_timed_train_passes_the_timed_logger_and_writes_timing(tmp_path, monkeyp
         training_time.timed_train(tmp_path / "c.cfg", tmp_path / "x", overrides=["no-equals"])
 
 
-def test_timed_train_runs_spacy_train_with_the_timed_logger(tmp_path, monkeypatch, capfd):
-    """A real, tiny ``spacy train`` (a few seconds): the child finds the
-    logger by its entry point, prints spaCy's table and logs each evaluation."""
-    from importlib.metadata import entry_points
-
+def _tiny_tagger_training(tmp_path, monkeypatch):
+    """A tiny treebank (tiny.spacy) and spaCy's tagger config (c.cfg) in
+    ``tmp_path``, for a child ``spacy train`` that imports this checkout's
+    spacy_isbn, whatever is installed."""
     from spacy.cli.init_config import init_config
 
     import spacy_isbn
 
-    # the README's install registers the logger; a child spacy train finds it only so
-    assert any(ep.name == training_time.LOGGER for ep in entry_points(group="spacy_loggers"))
-    # the child imports this checkout's spacy_isbn, whatever is installed
     checkout = str(Path(spacy_isbn.__file__).parents[1])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])))
     nlp = spacy.blank("en")
     DocBin(docs=[make_doc(nlp.vocab, w, t, h, d) for w, t, h, d in TINY_TREEBANK]).to_disk(
         tmp_path / "tiny.spacy")
     init_config(lang="en", pipeline=["tagger"], optimize="efficiency").to_disk(tmp_path / "c.cfg")
+    return nlp
+
+
+def test_timed_train_runs_spacy_train_with_the_timed_logger(tmp_path, monkeypatch, capfd):
+    """A real, tiny ``spacy train`` (a few seconds): the child finds the
+    logger by its entry point, prints spaCy's table and logs each evaluation."""
+    from importlib.metadata import entry_points
+
+    # the README's install registers the logger; a child spacy train finds it only so
+    assert any(ep.name == training_time.LOGGER for ep in entry_points(group="spacy_loggers"))
+    _tiny_tagger_training(tmp_path, monkeypatch)
     out = training_time.timed_train(tmp_path / "c.cfg", tmp_path / "train",
                                     train=tmp_path / "tiny.spacy", dev=tmp_path / "tiny.spacy",
                                     max_steps=10, overrides=["training.eval_frequency=5"])
@@ -176,16 +183,7 @@ def test_a_cut_off_timed_train_resumes_from_its_checkpoint(tmp_path, monkeypatch
     """A training cut off after step 5 of 10 (no timing record, its run not
     finished) trains the 5 steps left from model-last when started again with
     the same command; its rows and time cover both parts."""
-    from spacy.cli.init_config import init_config
-
-    import spacy_isbn
-
-    checkout = str(Path(spacy_isbn.__file__).parents[1])
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])))
-    nlp = spacy.blank("en")
-    DocBin(docs=[make_doc(nlp.vocab, w, t, h, d) for w, t, h, d in TINY_TREEBANK]).to_disk(
-        tmp_path / "tiny.spacy")
-    init_config(lang="en", pipeline=["tagger"], optimize="efficiency").to_disk(tmp_path / "c.cfg")
+    nlp = _tiny_tagger_training(tmp_path, monkeypatch)
     args = dict(train=tmp_path / "tiny.spacy", dev=tmp_path / "tiny.spacy", max_steps=10,
                 overrides=["training.eval_frequency=5"])
     first = training_time.timed_train(tmp_path / "c.cfg", tmp_path / "train", **args)

@@ -155,6 +155,12 @@ def test_the_lm_workflow_end_to_end_on_a_tiny_corpus(tiny_project):
         project / "training" / "lm" / "silver" / "heldout" / "shard-00000.conllu"))
     speed = srsly.read_json(project / "metrics" / "surprisal_speed_ewt.json")
     assert speed["rows"][0]["words"] >= 20 and speed["rows"][0]["words_per_second"] > 0
+    # the trained language model parses raw text alone (no tagger): it tags jointly
+    lm = spacy.load(project / "training" / "lm" / "model-best")
+    assert lm.pipe_names == ["isbn_parser"]
+    doc = lm("The dog barks. Cats sleep.")
+    assert all(t.tag_ for t in doc) and doc.has_annotation("DEP")
+    assert doc._.isbn_logprob < 0
     # resumable: run again, every step is skipped
     again = _run(project, tmp)
     assert again.count("Skipping") == 8, again

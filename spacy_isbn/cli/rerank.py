@@ -96,12 +96,14 @@ def kbest_lists_cli(
     print(f"{len(lists)} lists ({sum(len(c) for c in correct)} candidates, {n_arcs} arcs) -> {output}")
 
 
-def _with_beam(nlp, beam: Optional[int]):
-    """The pipeline with its conditional parser's beam set (None: its own)."""
-    if beam is not None:
-        for name in nlp.pipe_names:
-            if nlp.get_pipe_meta(name).factory == "isbn_parser":
-                nlp.get_pipe(name).cfg["beam_width"] = beam
+def _with_beam(nlp, beam: Optional[int], density: Optional[float] = None):
+    """The pipeline with its conditional parser's beam (and density) set
+    (None: its own)."""
+    settings = {k: v for k, v in (("beam_width", beam), ("beam_density", density))
+                if v is not None}
+    for name in nlp.pipe_names:
+        if nlp.get_pipe_meta(name).factory == "isbn_parser":
+            nlp.get_pipe(name).cfg.update(settings)
     return nlp
 
 
@@ -182,9 +184,7 @@ def rerank_sweep(model: Path, dev: Path, settings: List[Tuple[int, float]],
     conditional = numpy.eye(len(FEATURES))[0]
     rows = []
     for beam, density in settings:
-        for pipe_name in nlp.pipe_names:
-            if nlp.get_pipe_meta(pipe_name).factory == "isbn_parser":
-                nlp.get_pipe(pipe_name).cfg.update(beam_width=beam, beam_density=density)
+        _with_beam(nlp, beam, density)
         start = time.perf_counter()
         halves = {half: candidate_entries(nlp, name, half_of(docs, half), batch_size)
                   for half in ("first", "second")}

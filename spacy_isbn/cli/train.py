@@ -144,15 +144,15 @@ def rerank_weight(model: Path, dev: Path, weights: Sequence[float], batch_size: 
     from ..evaluation.calibration import half_of
     from ..evaluation.reranking import candidate_entries, fit_weights, held_out_choice, report
     from ..pipes.isbn_reranker import FEATURES
+    from ..reranking.lists import reranker_name
 
     nlp = load_pipeline(model)
-    names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_reranker"]
-    if not names:
-        raise CliError(f"{model}: no isbn_reranker component to choose the weight of "
-                       f"(components: {', '.join(nlp.pipe_names) or 'none'})")
+    try:
+        name = reranker_name(nlp)
+    except ValueError as err:
+        raise CliError(f"{model}: {err}; it has no weight to choose") from None
     if not weights:
         raise CliError("give at least one weight")
-    name = names[0]
     docs = read_docbin(require(dev, "corpus"), nlp.vocab)
     halves = {half: candidate_entries(nlp, name, half_of(docs, half), batch_size)
               for half in ("first", "second")}

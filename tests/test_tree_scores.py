@@ -269,3 +269,12 @@ def test_forced_derivations_read_the_pieces_the_tree_model_gives(pipeline):
     finally:
         reranker.cfg["multiroot"] = False
     assert [model.multiroot for model in read] == [False, True]
+
+
+def test_scoring_given_trees_on_an_untagged_doc_says_what_is_missing(pipeline):
+    nlp, _ = pipeline
+    reranker = nlp.get_pipe("isbn_reranker")
+    words = ["the", "dog", "barks", "."]
+    doc = Doc(nlp.vocab, words=words, heads=[1, 2, 2, 2], deps=["det", "nsubj", "ROOT", "punct"])
+    with pytest.raises(ValueError, match="scoring given trees.*token.tag_.*before scoring"):
+        reranker.score_trees([doc])

@@ -213,15 +213,22 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
             return []
         return [attr for attr in self._tag_attrs if not doc.has_annotation(attr)]
 
-    def _require_tags(self, doc: Doc) -> None:
+    def _require_tags(self, doc: Doc, given_trees: bool = False) -> None:
+        """Refuse ``doc`` without the tags the model reads, saying what to do:
+        a search may tag jointly, a given tree's derivation (``given_trees``)
+        generates the Doc's own tags and cannot."""
         missing = self._missing_tags(doc)
         if missing:
             attrs = ", ".join(f"token.{a.lower()}_" if a != "MORPH" else "token.morph" for a in missing)
+            why = ("scoring given trees, which generates the Doc's own tags" if given_trees
+                   else f"tagging = {self.cfg.get('tagging', 'pipeline')!r}")
+            fix = ("Set them (or put a tagger and morphologizer in front of it) before "
+                   "scoring the trees." if given_trees else
+                   "Put a tagger and morphologizer in front of it, or set tagging = 'joint' "
+                   "or 'auto' so that the parser tags the words itself.")
             raise ValueError(
-                f"{self.name} (tagging = 'pipeline') reads {attrs}, but the Doc has no "
-                f"{'/'.join(missing)} annotation ({doc.text[:40]!r}...). Put a tagger and "
-                "morphologizer in front of it, or set tagging = 'joint' or 'auto' so that the "
-                "parser tags the words itself."
+                f"{self.name} ({why}) reads {attrs}, but the Doc has no "
+                f"{'/'.join(missing)} annotation ({doc.text[:40]!r}...). {fix}"
             )
 
     def _drop_words(self, feats: numpy.ndarray, rate: float) -> None:

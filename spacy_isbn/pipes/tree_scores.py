@@ -83,7 +83,7 @@ class TreeModel(NamedTuple):
     max_batch_words: int
     inputs: Callable[[Sequence[Doc], Sequence[DocWords]], SegmentInputs]
     token_vectors: Callable
-    require_tags: Callable[[Doc], None]
+    require_tags: Callable[..., None]
 
 
 class ForcedDerivations:
@@ -100,7 +100,7 @@ class ForcedDerivations:
         items, model = [], self.parts()
         for doc in docs:
             if model.generative:
-                model.require_tags(doc)  # a forced derivation generates the doc's own tags
+                model.require_tags(doc, given_trees=True)
             heads = [t.head.i for t in doc]
             items.append((doc, [(start, end, heads[start:end], [t.dep_ for t in doc[start:end]])
                                 for start, end in sentence_spans_from_heads(heads)]))

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from spacy.training import Example
 
 from spacy_isbn.cli import main
-from spacy_isbn.corpus.conll import conll_blocks, convert, read_conll
+from spacy_isbn.corpus.conll import convert, read_conll
+from spacy_isbn.corpus.conll_writer import conll_blocks
 from spacy_isbn.corpus.ptb import parse_bracketed
 from spacy_isbn.errors import UserError
 
@@ -239,7 +240,7 @@ def test_writers_give_what_the_ud_validator_passes(tmp_path_factory, doc):
     """CoNLL-U from docs_to_conll (predicted trees) and from parse's shards,
     and parse's JSONL: UD's root, FEATS in UD's order, spacing escaped, as
     validate.py checks at level 2 (tests/conllu_check.py)."""
-    from spacy_isbn.corpus.conll import docs_to_conll
+    from spacy_isbn.corpus.conll_writer import docs_to_conll
     from spacy_isbn.parsing.records import Record
     from spacy_isbn.parsing.writers import conllu_lines, doc_json
 

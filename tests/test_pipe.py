@@ -10,7 +10,8 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_isbn.corpus.conll import docs_to_conll, read_conll, sentences_to_docs
+from spacy_isbn.corpus.conll import read_conll, sentences_to_docs
+from spacy_isbn.corpus.conll_writer import docs_to_conll
 
 from .conftest import TINY_TREEBANK, make_doc
 

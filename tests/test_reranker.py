@@ -308,10 +308,16 @@ def test_rerank_sweep_reports_each_list_width_and_saves_nothing(pipeline, tmp_pa
     nlp.to_disk(tmp_path / "nlp")
     DocBin(docs=[eg.reference for eg in egs[:6]]).to_disk(tmp_path / "dev.spacy")
     before = (tmp_path / "nlp" / "isbn_parser" / "cfg").read_bytes()
-    result = rerank_sweep(tmp_path / "nlp", tmp_path / "dev.spacy", [(1, 0.0), (4, 0.0)],
+    own = nlp.get_pipe("isbn_parser").cfg
+    result = rerank_sweep(tmp_path / "nlp", tmp_path / "dev.spacy",
+                          [{"beam_width": 1, "beam_density": 0.0}, {"beam_width": 4, "beam_density": 0.0},
+                           {"beam_width": 4, "beam_density": 0.0, "label_top_k": 2, "segment_length": 7}],
                           [0.0, 0.5, 1.0])
-    narrow, wide = result["settings"]
+    narrow, wide, labelled = result["settings"]
     assert (narrow["beam_width"], wide["beam_width"]) == (1, 4)
+    # a setting not given is the pipeline's own, and each row says what it searched with
+    assert (wide["label_top_k"], wide["segment_length"]) == (own["label_top_k"], own["segment_length"])
+    assert (labelled["label_top_k"], labelled["segment_length"]) == (2, 7)
     assert narrow["candidates_per_list"] == 1.0 and wide["candidates_per_list"] >= 1.0
     assert narrow["oracle_las"] == pytest.approx(narrow["las"]["conditional"])
     assert narrow["las"]["reranked"] == pytest.approx(narrow["las"]["conditional"])
@@ -320,6 +326,19 @@ def test_rerank_sweep_reports_each_list_width_and_saves_nothing(pipeline, tmp_pa
         assert row["las"]["reranked"] <= row["oracle_las"] + 1e-9
     assert narrow["speed_vs_first"] == 1.0
     assert (tmp_path / "nlp" / "isbn_parser" / "cfg").read_bytes() == before
+
+
+def test_rerank_sweep_refuses_a_setting_it_cannot_read(pipeline, tmp_path):
+    from spacy.tokens import DocBin
+
+    from spacy_isbn.cli import main
+
+    nlp, egs = pipeline
+    nlp.to_disk(tmp_path / "nlp")
+    DocBin(docs=[eg.reference for eg in egs[:2]]).to_disk(tmp_path / "dev.spacy")
+    for bad in ("4:0.05:1:100:3", "4:dense"):
+        with pytest.raises(SystemExit, match="beam:density\\[:label_top_k\\[:segment_length\\]\\]"):
+            main(["rerank-sweep", str(tmp_path / "nlp"), str(tmp_path / "dev.spacy"), "--settings", bad])
 
 
 def test_rerank_weight_stays_0_where_no_weight_beats_the_parser_on_the_held_out_half(

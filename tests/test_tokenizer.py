@@ -5,7 +5,8 @@ from hypothesis import given, settings, strategies as st
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from spacy_isbn.corpus.conll import CONLL_KEY, MULTIWORD_KEY, SENTENCES_KEY, conll_blocks, parse_block
+from spacy_isbn.corpus.conll import CONLL_KEY, MULTIWORD_KEY, SENTENCES_KEY, parse_block
+from spacy_isbn.corpus.conll_writer import conll_blocks
 from spacy_isbn.evaluation.conll18 import score
 from spacy_isbn.tokenizer import reference_labels, TOKEN_START, WORD_START
 

@@ -5,7 +5,7 @@
     spacy-isbn rerank-train training/ewt/model-best corpus/ewt/dev.spacy --lists training/ewt_jackknife/lists_0.msgpack,training/ewt_jackknife/lists_1.msgpack
 """
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ..corpus.files import read_docbin, write_json
 from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, load_pipeline, numbers, require
@@ -86,7 +86,7 @@ def kbest_lists_cli(
     on the corpus, e.g. a jackknife fold's)."""
     from ..reranking.lists import collect, write_lists
 
-    nlp = _with_beam(load_pipeline(model), beam)
+    nlp = _with_search(load_pipeline(model), beam_width=beam)
     try:
         lists, correct, n_arcs = collect(nlp, read_docbin(require(corpus, "corpus"), nlp.vocab))
     except ValueError as err:
@@ -96,11 +96,16 @@ def kbest_lists_cli(
     print(f"{len(lists)} lists ({sum(len(c) for c in correct)} candidates, {n_arcs} arcs) -> {output}")
 
 
-def _with_beam(nlp, beam: Optional[int], density: Optional[float] = None):
-    """The pipeline with its conditional parser's beam (and density) set
-    (None: its own)."""
-    settings = {k: v for k, v in (("beam_width", beam), ("beam_density", density))
-                if v is not None}
+# the conditional parser's search settings a sweep may vary, in the order
+# ``--settings`` gives them (beam:density:label_top_k:segment_length)
+SEARCH_SETTINGS = (("beam_width", int), ("beam_density", float), ("label_top_k", int),
+                   ("segment_length", int))
+
+
+def _with_search(nlp, **settings):
+    """The pipeline with its conditional parser's search settings set (a
+    setting None or not given: its own)."""
+    settings = {k: v for k, v in settings.items() if v is not None}
     for name in nlp.pipe_names:
         if nlp.get_pipe_meta(name).factory == "isbn_parser":
             nlp.get_pipe(name).cfg.update(settings)
@@ -127,7 +132,7 @@ def rerank_train_cli(
     from ..reranking.lists import collect, fit_and_report, read_lists, reranker_name
 
     paths = [require(Path(p), "lists") for p in lists.split(",") if p.strip()]
-    nlp = _with_beam(load_pipeline(model), beam)
+    nlp = _with_search(load_pipeline(model), beam_width=beam)
     try:
         name = reranker_name(nlp)
     except ValueError as err:
@@ -156,10 +161,11 @@ def rerank_train_cli(
         write_json(metrics_out, report)
 
 
-def rerank_sweep(model: Path, dev: Path, settings: List[Tuple[int, float]],
+def rerank_sweep(model: Path, dev: Path, settings: List[Dict[str, float]],
                  weights: List[float], batch_size: int = 64) -> dict:
-    """The log-linear reranker over k-best lists of several widths (the
-    conditional parser's beam and density): per setting, the weight of log
+    """The log-linear reranker over the k-best lists of several searches (the
+    conditional parser's settings: beam and density, and where given label
+    top-k and segment length; the others its own): per setting, the weight of log
     P_gen fitted on dev's first half (its words as the raw input), then on
     the second half the conditional parser's best, the reranked choice, the
     oracle, the share of the oracle gap closed, and the words per second of
@@ -182,9 +188,15 @@ def rerank_sweep(model: Path, dev: Path, settings: List[Tuple[int, float]],
     docs = read_docbin(require(dev, "corpus"), nlp.vocab)
     n_words = sum(len(d) for d in docs)
     conditional = numpy.eye(len(FEATURES))[0]
+    # one untimed pass over a few docs first: the first setting is the speed
+    # reference, and it would otherwise pay for the caches every setting shares
+    candidate_entries(nlp, name, docs[:20], batch_size)
     rows = []
-    for beam, density in settings:
-        _with_beam(nlp, beam, density)
+    own = dict(next(nlp.get_pipe(n) for n in nlp.pipe_names
+                    if nlp.get_pipe_meta(n).factory == "isbn_parser").cfg)
+    for setting in settings:
+        search = {key: setting.get(key, own.get(key)) for key, _ in SEARCH_SETTINGS}
+        _with_search(nlp, **search)
         start = time.perf_counter()
         halves = {half: candidate_entries(nlp, name, half_of(docs, half), batch_size)
                   for half in ("first", "second")}
@@ -192,12 +204,12 @@ def rerank_sweep(model: Path, dev: Path, settings: List[Tuple[int, float]],
         fitted = fit_weights(halves["first"][0], conditional, {1: weights})
         row = report(halves["second"][0], {"conditional": conditional, "reranked": fitted},
                      halves["second"][1])
-        row.update(beam_width=beam, beam_density=density, rerank_weight=float(fitted[1]),
+        row.update(search, rerank_weight=float(fitted[1]),
                    words_per_second=n_words / seconds,
                    candidates_per_list=float(numpy.mean([len(c) for _, c in halves["second"][0]])))
         row["speed_vs_first"] = row["words_per_second"] / rows[0]["words_per_second"] if rows else 1.0
         rows.append(row)
-        print(f"beam {beam} density {density}: conditional {row['las']['conditional']:.2f}, "
+        print(f"{', '.join(f'{k} {v}' for k, v in search.items())}: conditional {row['las']['conditional']:.2f}, "
               f"reranked {row['las']['reranked']:.2f} (weight {row['rerank_weight']}), "
               f"oracle {row['oracle_las']:.2f}, gap closed "
               f"{100 * row['oracle_gap_closed']['reranked']:.1f}%, "
@@ -210,18 +222,22 @@ def rerank_sweep_cli(
     model: Path = Arg(..., help="the shipped pipeline (conditional isbn_parser, then isbn_reranker)", **IN_DIR),
     dev: Path = Arg(..., help="dev .spacy: the first half fits the weight, the second reports", **IN_FILE),
     settings: str = Opt("4:0.05,4:0,8:0.05,8:0,16:0.05,16:0,32:0", "--settings",
-                        help="beam:density pairs, comma-separated; the first is the reference for speed"),
+                        help="searches, comma-separated, each beam:density[:label_top_k[:segment_length]] "
+                             "(the rest the pipeline's own); the first is the reference for speed"),
     weights: str = Opt("0,0.1,0.25,0.5,0.75,1,1.5,2", "--weights", help="the grid of log P_gen's weight"),
     metrics_out: Optional[Path] = Opt(None, "--metrics-out", dir_okay=False, help="the report as JSON"),
 ):
     """Reranking gain against list width and speed (dev; nothing saved)."""
-    pairs = []
+    searches = []
     for item in (s for s in settings.split(",") if s.strip()):
-        beam, _, density = item.partition(":")
+        values = item.split(":")
         try:
-            pairs.append((int(beam), float(density or 0)))
+            if len(values) > len(SEARCH_SETTINGS):
+                raise ValueError
+            searches.append({key: kind(value) for (key, kind), value in zip(SEARCH_SETTINGS, values)})
         except ValueError:
-            raise CliError(f"--settings {item!r}: give beam:density, e.g. 8:0.05") from None
-    result = rerank_sweep(model, dev, pairs, numbers(weights, "--weights", float, 0))
+            raise CliError(f"--settings {item!r}: give beam:density[:label_top_k[:segment_length]], "
+                           "e.g. 8:0.05 or 4:0.05:2:100") from None
+    result = rerank_sweep(model, dev, searches, numbers(weights, "--weights", float, 0))
     if metrics_out is not None:
         write_json(metrics_out, result)

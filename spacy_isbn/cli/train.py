@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 import spacy
 import srsly
 
-from ..corpus.conll import docs_to_conll
+from ..corpus.conll_writer import docs_to_conll
 from ..corpus.fetch import asset_meta
 from ..corpus.files import project_path, read_docbin, write_json, write_text
 from ..corpus.readers import gold_tagged_doc, sentence_starts, words_doc

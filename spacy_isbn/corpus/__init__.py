@@ -9,13 +9,13 @@ from .conll import (
     ConllSentence,
     CorpusFormatError,
     convert,
-    docs_to_conll,
     morph_for_spacy,
     morph_from_spacy,
     read_conll,
     resolve_format,
     sentences_to_docs,
 )
+from .conll_writer import docs_to_conll
 
 __all__ = [
     "CONLL_KEY",

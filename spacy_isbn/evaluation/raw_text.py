@@ -31,8 +31,8 @@ from .benchmark_report import SECTIONS, SHIPPED, SPACY_DEFAULT, SPACY_OURS, add_
 from .documents import document_sizes
 from .metrics import prf, score_conll18
 from .training_time import training_record
-from ..corpus.conll import (MULTIWORD_KEY, conll_blocks, parse_block, read_conll, resolve_format,
-                            sentences_to_docs)
+from ..corpus.conll import MULTIWORD_KEY, parse_block, read_conll, resolve_format, sentences_to_docs
+from ..corpus.conll_writer import conll_blocks
 from ..corpus.files import project_path, write_json, write_text
 from ..corpus.readers import words_doc
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from spacy.tokens import Doc, DocBin
 
-from ..corpus.conll import conll_blocks
+from ..corpus.conll_writer import conll_blocks
 from ..corpus.files import atomic_open
 from ..corpus.ud import file_label
 from .records import Record

@@ -12,8 +12,9 @@ the step (:mod:`.meanfield`), each decision is scored with the means that
 precede it, and later states read the step's final means.  The forward pass
 takes a :class:`DerivationBatch` and returns the log-likelihood of each gold
 derivation; the backward pass walks the steps in reverse and scatters the
-gradients back to the source states.  :class:`.search_step.SearchStep` gives the
-search the same computations one step at a time.
+gradients back to the source states.
+:class:`~spacy_isbn.search.search_step.SearchStep` gives the search the
+same computations one step at a time.
 """
 from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple

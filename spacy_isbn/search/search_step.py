@@ -16,8 +16,9 @@ from ..model._kernels import vector_rows
 from ..model.heads import Heads
 from ..model.isbn import core_of
 from ..model.meanfield import Observed
-from ..model.step import LinkedProducts, embedding_table, latent_step, means, on_host
+from ..model.step import embedding_table, latent_step, means, on_host
 from ..transitions.system import VEC_ROWS
+from .arrays import LinkedProducts
 
 
 class SearchStep:

@@ -1,5 +1,6 @@
 """Training the conditional parser with exploration
-(:mod:`spacy_isbn.transitions.exploration`, the model's side :mod:`spacy_isbn.model.exploration`)."""
+(:mod:`spacy_isbn.transitions.exploration`, the model's side
+:mod:`spacy_isbn.model.exploration`)."""
 import numpy
 import pytest
 import spacy

@@ -126,7 +126,8 @@ class Heads:
         rows of W): decision i reads state ``states[i]`` of ``H``.  Each
         distinct (state, tag)'s softmax once: per tag one product of its
         states, then one softmax and pick (:meth:`_pick`).  ``states``, ``tags``
-        and ``targets``: numpy ints."""
+        and ``targets``: ints, which decisions share a softmax is worked out
+        on the CPU."""
         ranges = self.ranges[key]
         # which decisions share a softmax: the CPU's bookkeeping
         states, tags, targets = (self.ops.to_numpy(x) for x in (states, tags, targets))
@@ -256,7 +257,7 @@ class Heads:
         gold labels are all seen, needs none (a constant)."""
         if self.label_offsets is None:
             return lp
-        kinds, labels = self.ops.asarray(kinds, dtype="int64"), self.ops.asarray(labels, dtype="int64")
+        kinds, labels = (self.ops.asarray(x, dtype="int64") for x in (kinds, labels))
         offset = self.label_offsets[kinds, labels]
         seen = self.label_masks_ops[kinds, labels]
         return self.xp.where(seen, lp + offset, offset).astype(lp.dtype)
@@ -402,7 +403,8 @@ class Heads:
         return self.logprobs("t", H, self._tag_mask(len(H), end_legal))
 
     def _tag_mask(self, n: int, end_legal):
-        """The tag head's Phi of ``n`` states: every tag, and END (column nT) where ``end_legal``."""
+        """The tag head's Phi of ``n`` states: every tag, and END (column
+        nT) where ``end_legal``."""
         mask = self.xp.ones((n, self.nT + 1), dtype=bool)
         mask[:, self.nT] = self.ops.asarray(end_legal)
         return mask

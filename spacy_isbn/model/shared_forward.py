@@ -43,7 +43,8 @@ def distinct_rows(key: Ints2d) -> Tuple[Ints1d, Ints1d]:
     return first[:n], inverse
 
 
-def state_nodes(feats: Ints3d, src: Ints3d, valid: Array2d) -> Tuple[Ints2d, Ints1d, Ints2d, Ints1d]:
+def state_nodes(feats: Ints3d, src: Ints3d, valid: Array2d
+                ) -> Tuple[Ints2d, Ints1d, Ints2d, Ints1d]:
     """The trie of a batch's derivations: ``feats`` (B, T, F) ids, ``src``
     (B, T, R) the steps each state links to (-1 none; -2 - j: external state
     j, linked as the history's row n_nodes + j), ``valid`` (B, T).

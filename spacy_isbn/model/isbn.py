@@ -315,7 +315,7 @@ def _restrict(groups: List[Observed], position_of_row: Ints1d, k: int,
 def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[Table, Ints3d]:
     """The rows the states' features index (the embeddings, then a
     conditional model's token vectors) and the features, (B, T, F) ids of
-    that table."""
+    that table, int32 in C order (as the batch pads them)."""
     B, T = batch.valid.shape
     E = model.get_param("E")
     feats = batch.feats.reshape(B * T, -1)
@@ -324,7 +324,7 @@ def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[Table, Ints3d]
         feats = vector_feature_ids(feats, model.attrs["vector_columns"], E.shape[0],
                                    batch.tok_base.reshape(-1), batch.tok_end.reshape(-1))
     return (embedding_table(model, batch.vectors),
-            numpy.ascontiguousarray(feats, dtype="int32").reshape(B, T, -1))
+            feats.reshape(B, T, -1))
 
 
 def scored_decisions(heads: Heads, batch: DerivationBatch, keys: Sequence[str] = HEADS):

@@ -13,7 +13,7 @@ from spacy.util import fix_random_seed
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.features import vector_feature_ids
 from spacy_isbn.model.isbn import build_isbn_model, project_tokens
-from spacy_isbn.model.search_step import SearchStep
+from spacy_isbn.search.search_step import SearchStep
 from spacy_isbn.search import scoring
 from spacy_isbn.search.scoring import StepScorer
 from spacy_isbn.transitions.arc_eager import (

@@ -1,12 +1,14 @@
 """Training the conditional parser with exploration
-(:mod:`spacy_isbn.model.exploration`)."""
+(:mod:`spacy_isbn.transitions.exploration`, the model's side
+:mod:`spacy_isbn.model.exploration`)."""
 import numpy
 import pytest
 import spacy
 from thinc.api import fix_random_seed
 
 from spacy_isbn.model import exploration
-from spacy_isbn.model.exploration import Rollout, explore_update
+from spacy_isbn.model.exploration import ExploringCore, explore_update
+from spacy_isbn.transitions.exploration import Rollout
 
 from .test_conditional import examples, parser_config, tok2vec_config
 
@@ -39,7 +41,8 @@ def test_without_exploration_the_rollout_follows_gold_trees_and_ends(monkeypatch
     end = Rollout._end_sentences
     monkeypatch.setattr(Rollout, "_end_sentences", end_sentences)
     chunks = parser.exploration_chunks(egs)
-    explore_update(parser.model, parser.moves, [eg.predicted for eg in egs], chunks, 0.0, False)
+    explore_update(parser.model, parser.moves, [eg.predicted for eg in egs], chunks, 0.0, False,
+                   numpy.random.RandomState(0))
     assert len(found) == sum(int(c.gold_ends.sum()) for c in chunks) > len(chunks)
     for i, offset, n, heads, gold in found:
         assert heads == gold
@@ -80,8 +83,9 @@ def test_exploring_gradients_match_finite_differences():
 def test_warmup_trains_on_gold_derivations_first(monkeypatch):
     nlp, parser, egs = _parser(explore_rate=1.0, explore_warmup=2)
     calls = []
-    monkeypatch.setattr(exploration.Rollout, "loss",
-                        lambda self, loss=Rollout.loss: calls.append(1) or loss(self))
+    monkeypatch.setattr(exploration.ExploringCore, "loss",
+                        lambda self, learned, loss=ExploringCore.loss: calls.append(1)
+                        or loss(self, learned))
     for _ in range(2):
         parser.update(egs)
     assert not calls

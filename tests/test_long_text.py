@@ -10,7 +10,7 @@ import math
 import pytest
 from spacy.util import fix_random_seed
 
-from spacy_isbn.model.search_step import SearchStep
+from spacy_isbn.search.search_step import SearchStep
 
 from .test_conditional import SENTENCES
 from .test_reranker import reranked_pipeline

@@ -7,7 +7,7 @@ import pytest
 from spacy_isbn.model import meanfield
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import PARAMS
-from spacy_isbn.model.search_step import SearchStep
+from spacy_isbn.search.search_step import SearchStep
 from spacy_isbn.model.meanfield import Observed
 from spacy_isbn.transitions.arc_eager import LEFT, RIGHT, SHIFT, Configuration
 

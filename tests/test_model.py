@@ -4,7 +4,7 @@ import pytest
 
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import build_isbn_model
-from spacy_isbn.model.search_step import SearchStep
+from spacy_isbn.search.search_step import SearchStep
 from spacy_isbn.transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, LEFT, N_RELATIONS, REDUCE, RIGHT, SHIFT,
     ArcEagerMoves, Configuration, oracle_derivation, parse_templates,

@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 
 from spacy_isbn.lm.spelling import (ClassAutomaton, SpellingModel, category_sizes,
                                     char_category, signature)
-from spacy_isbn.model.search_step import SearchStep
+from spacy_isbn.search.search_step import SearchStep
 from spacy_isbn.transitions.arc_eager import LEFT, RIGHT
 from spacy_isbn.transitions.lexicon import Lexicon
 from spacy_isbn.transitions.projectivity import projectivize

@@ -328,10 +328,18 @@ OPS_PATH = [isbn._forward, isbn.conditional_forward, isbn.project_tokens,
             step.embedding_table, heads.Heads.score, heads.Heads.logprobs,
             heads.Heads.zero_grads, heads.Heads.flush, heads.Heads._word_split,
             heads.Heads.form_logprobs, heads.Heads.continuation, heads.Heads.word,
-            exploration.Rollout.loss, exploration.Rollout._decide, isbn._meanfield_backward,
+            exploration.ExploringCore.loss, exploration.ExploringCore.logprobs,
+            exploration.ExploringCore.step, isbn._meanfield_backward,
             meanfield._Fused.segment_max, meanfield._Fused.expectations,
             meanfield._Fused.backward, meanfield._evaluate, meanfield.solve,
-            meanfield.solve_backward]
+            meanfield.solve_backward,
+            # the batch's bookkeeping: which state decides what, on the ops
+            DerivationBatch.decisions_on, isbn._decision_positions, isbn._head_decisions,
+            isbn._step_decisions, isbn._restrict, isbn.scored_decisions, isbn.ranged_decisions,
+            isbn.output_groups, isbn._meanfield_step, meanfield.Observed, meanfield._Fused.__init__,
+            heads.Heads.observed_actions, heads.Heads.observed_labels, heads.Heads.observed_tags,
+            heads.Heads._observed_ranged, heads.Heads.smoothed_labels, heads.Heads.label_logprobs,
+            heads.Heads.tag_logprobs, heads.Heads._tag_mask]
 
 
 # numpy arrays the ops path hands the CPU on purpose: History's state ids,
@@ -348,3 +356,36 @@ def test_the_ops_path_creates_no_numpy_array(function):
     calls = re.findall(r"\bnumpy\.(\w+)", source)
     allowed = {"ndarray", "inf"} | CPU_OUTPUTS.get(function, set())
     assert not [c for c in calls if c not in allowed], calls
+
+
+def test_the_batch_decisions_cross_once_and_heads_observe_them_on_the_device():
+    """``decisions_on`` puts which state decides what on the ops (the
+    features' ids stay on the CPU for their compiled kernel); the heads'
+    observed decisions, made from them, are device arrays with the CPU's
+    values, and a solve on them gives the CPU's means."""
+    model, _, _, _, derivs = _setup()
+    batch = DerivationBatch.from_derivations(derivs)
+    on_dev = batch.decisions_on(DeviceOps())
+    assert all(isinstance(getattr(on_dev, name), Device) for name in (
+        "src", "valid", "action", "action_mask", "label", "label_kind", "gen_tag", "end_legal",
+        "gen_bundle", "gen_form"))
+    assert type(on_dev.feats) is numpy.ndarray and on_dev.groups is None
+    assert batch.decisions_on(NumpyOps()).action is batch.action  # no copy on the CPU
+    cpu, dev = _heads(NumpyOps()), _heads(DeviceOps())
+    for key in ("a", "l", "t", "b", "f"):
+        found = []
+        for hd, b in ((cpu, batch), (dev, on_dev)):
+            positions = isbn._decision_positions(b, hd.xp)
+            rows, steps = hd.xp.nonzero(positions[key] >= 0)
+            found.append(isbn._head_decisions(hd, b, key, rows, steps))
+        assert len(found[0]) == len(found[1]) > 0
+        for ob, ob_dev in zip(*found):
+            for name in ("rows", "target") + (("mask",) if ob.mask is not None else ()):
+                _same(getattr(ob, name), getattr(ob_dev, name))
+            assert ob.lo == ob_dev.lo and ob.names == ob_dev.names
+            rng = numpy.random.default_rng(2)
+            a0 = rng.normal(0, 1, (int(ob.rows.max()) + 1, cpu.W["a"].shape[1])).astype("float32")
+            eta = rng.normal(0, 1, a0.shape).astype("float32")
+            _same(meanfield.solve(a0, eta, [ob], 2)[0],
+                  meanfield.solve(DeviceOps().asarray(a0), DeviceOps().asarray(eta), [ob_dev], 2,
+                                  ops=DeviceOps())[0], rtol=1e-5)

@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_isbn.model.batch import DerivationBatch
-from spacy_isbn.model.search_step import SearchStep
+from spacy_isbn.search.search_step import SearchStep
 from spacy_isbn.transitions.derivation import chain_derivations
 from spacy_isbn.transitions.inputs import SegmentInputs
 

@@ -7,7 +7,7 @@ import pytest
 from spacy_isbn.corpus.ptb import parse_bracketed
 from spacy_isbn.model.batch import DerivationBatch
 from spacy_isbn.model.isbn import build_isbn_model
-from spacy_isbn.model.search_step import SearchStep
+from spacy_isbn.search.search_step import SearchStep
 from spacy_isbn.transitions.inputs import SegmentInputs
 from spacy_isbn.transitions.left_corner import (
     ATTACH, LEFT_CORNER, PROJECT, SHIFT, LeftCornerMoves, LeftCornerSystem,

@@ -5,8 +5,8 @@ import pytest
 from thinc.api import Model, NumpyOps
 
 from spacy_isbn.model._kernels import embed_link_sum
-from spacy_isbn.model.step import (History, LinkedProducts, Table, embedding_table, latent_step,
-                                   means)
+from spacy_isbn.model.step import History, Table, embedding_table, latent_step, means
+from spacy_isbn.search.arrays import LinkedProducts
 
 nH, R, N_E, N_VEC = 4, 3, 7, 5
 

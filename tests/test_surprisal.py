@@ -64,7 +64,7 @@ def test_surprisals_sum_to_the_sentences_log_prob(lm):
     # everything sums to -log2 of the beam's last mass: its words_logprob
     words = DocWords(doc)
     inputs = parser._inputs(parser._columns(doc, words.tokens))
-    from spacy_isbn.model.search_step import SearchStep
+    from spacy_isbn.search.search_step import SearchStep
     from spacy_isbn.search.beam import BeamSearch
 
     search = BeamSearch(SearchStep(parser.model, None), parser.moves, beam_width=6,

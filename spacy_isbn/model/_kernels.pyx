@@ -103,7 +103,7 @@ def embed_link_sum(const real[:, ::1] table, const real[:, ::1] rest, const int[
                    real[:, ::1] out) -> None:
     """:func:`embed_sum`, then (given ``src``) per relation r that row i
     links by (``src[i, r]``, -1: none) the product ``products[slot[src[i,
-    r], r]]`` (:class:`~.step.LinkedProducts`): a latent step's whole sum in
+    r], r]]`` (:class:`~spacy_isbn.search.arrays.LinkedProducts`): a latent step's whole sum in
     one pass, in the order of the separate sums."""
     if ids.shape[1] + (0 if src is None else src.shape[1]) > MAX_SOURCES:
         raise ValueError(f"embed_link_sum: {ids.shape[1]} features and "

@@ -1,15 +1,19 @@
 """Gold derivations padded into batches, so the model's training pass runs
 all sentences of a batch in lockstep over the step index."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Hashable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
+from thinc.types import Array2d, Array3d, Floats2d, Ints1d, Ints2d, Ints3d
 
 from ..transitions.derivation import Derivation
 
 # a relation's source (``src``) that is not a step of the derivation but its
 # context, ``DerivationBatch.context``: the end of a sentence scored before
 CONTEXT = -2
+# the fields of a batch that say which state decides what (its links too)
+DECISION_FIELDS = ("src", "valid", "action", "action_mask", "label", "label_kind", "gen_tag",
+                   "end_legal", "gen_bundle", "gen_form")
 
 
 def word_batches(derivs: Sequence[Derivation], max_words: int,
@@ -41,28 +45,41 @@ def word_batches(derivs: Sequence[Derivation], max_words: int,
 class DerivationBatch:
     """Derivations padded to (B, T, ...); ``valid`` marks real states."""
 
-    feats: numpy.ndarray
-    src: numpy.ndarray
-    valid: numpy.ndarray
-    action: numpy.ndarray
-    action_mask: numpy.ndarray
-    label: numpy.ndarray
-    label_kind: numpy.ndarray
-    gen_tag: numpy.ndarray
-    end_legal: numpy.ndarray
-    gen_bundle: numpy.ndarray
-    gen_form: numpy.ndarray
-    n_words: numpy.ndarray
-    tok_base: Optional[numpy.ndarray] = None
-    tok_end: Optional[numpy.ndarray] = None
+    feats: Ints3d
+    src: Ints3d
+    valid: Array2d  # bools
+    action: Ints2d
+    action_mask: Array3d  # bools
+    label: Ints2d
+    label_kind: Ints2d
+    gen_tag: Ints2d
+    end_legal: Array2d  # bools
+    gen_bundle: Ints2d
+    gen_form: Ints2d
+    n_words: Ints1d
+    tok_base: Optional[Ints2d] = None
+    tok_end: Optional[Ints2d] = None
     # the conditional model's projected token vectors (``project_tokens``)
-    vectors: Optional[numpy.ndarray] = None
+    vectors: Optional[Floats2d] = None
     # (B, nH): the means a relation whose source is CONTEXT reads, per derivation
-    context: Optional[numpy.ndarray] = None
+    context: Optional[Floats2d] = None
     # (B, T): the output each state's log-probs add to (default: its
     # derivation's), e.g. one per sentence of a chain; or per decision head
     # (``isbn.HEADS``: a, l, t, b, f) its own (B, T), e.g. one per word
-    groups: Optional[Union[numpy.ndarray, Dict[str, numpy.ndarray]]] = None
+    groups: Optional[Union[Ints2d, Dict[str, Ints2d]]] = None
+
+    def decisions_on(self, ops) -> "DerivationBatch":
+        """The batch with the arrays that say which state decides what
+        (:data:`DECISION_FIELDS`, ``groups``) on ``ops``, each crossing once:
+        the training pass indexes the model's arrays with them.  Made on the
+        CPU, where the features' ids stay (their compiled kernels)."""
+        groups = self.groups
+        if isinstance(groups, dict):
+            groups = {key: ops.asarray(g) for key, g in groups.items()}
+        elif groups is not None:
+            groups = ops.asarray(groups)
+        return replace(self, groups=groups,
+                       **{name: ops.asarray(getattr(self, name)) for name in DECISION_FIELDS})
 
     @classmethod
     def from_derivations(cls, derivs: List[Derivation]) -> "DerivationBatch":

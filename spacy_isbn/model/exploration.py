@@ -1,310 +1,77 @@
-"""Training the conditional parser with exploration, as spaCy trains its
-own, over a transition system with a dynamic oracle (the protocol's
-``costs`` and ``arc``: arc-eager's).
+"""Training the conditional parser with exploration, the model's side: the
+states the rollout (:class:`~spacy_isbn.transitions.exploration.Rollout`,
+the transition states' side) follows are made and scored on the core's
+ops (:class:`ExploringCore`), and what they are to learn is scored and
+backpropagated there, on any device."""
+from typing import List, Optional, Tuple
 
-The model follows its own predictions through chunks of gold sentences, and
-at every configuration learns the moves that lose no gold arc (the dynamic
-oracle, ``moves.costs``). This teaches it to recover from its own mistakes.
-How chunks, sentence ends and labels are handled: docs/design.md, "The data
-flow" (``explore_rate``).
-"""
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
-
-import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
-from thinc.types import Floats2d
+from thinc.types import Floats2d, Ints1d, Ints2d
 
+from ..transitions.exploration import Chunk, Rollout
 from ..transitions.system import TransitionSystem
 from .features import vector_feature_ids
 from .heads import Heads
 from .isbn import core_of, project_tokens
 from .step import History, embedding_table
 
-NEG_INF = -numpy.inf
-
-
-CHUNK_WORDS = 100  # words of a training chunk at most (one longer sentence: itself)
-
-
-class Chunk:
-    """Consecutive gold sentences of a doc as a configuration reads them:
-    their word rows, the gold heads (1-based over the chunk, 0 = the root
-    node), labels and sentence ends, and where the words are among the
-    update's token vectors."""
-
-    __slots__ = ("rows", "n", "gold_heads", "gold_labels", "gold_ends", "sentence_end",
-                 "tok_base", "tok_end")
-
-    def __init__(self, rows, gold_heads, gold_labels, gold_ends, tok_base: int, tok_end: int):
-        self.rows = rows
-        self.n = len(rows)
-        self.gold_heads = numpy.asarray(gold_heads, dtype="int32")
-        self.gold_labels = numpy.asarray(gold_labels, dtype="int32")
-        self.gold_ends = numpy.asarray(gold_ends, dtype=bool)
-        # per word, where its gold sentence ends (the oracle's horizon: no
-        # gold arc crosses it)
-        ends = numpy.flatnonzero(self.gold_ends) + 1
-        self.sentence_end = ends[numpy.searchsorted(ends, numpy.arange(self.n), side="right")]
-        self.tok_base, self.tok_end = tok_base, tok_end
-
-    def local_heads(self, offset: int) -> numpy.ndarray:
-        """The gold heads of a sentence that starts at chunk word ``offset``
-        (1-based from there, index 0 unused): heads before it are out of
-        reach (-2)."""
-        heads = self.gold_heads[offset + 1:]
-        local = numpy.where(heads > offset, heads - offset, -2)
-        local[heads == 0] = 0
-        return numpy.concatenate([[-1], local]).astype("int32")
-
-
-# a doc's gold trees (``DependencyPipe._gold_trees``: span, 1-based heads,
-# labels) and its word rows of a span (start, end)
-GoldDoc = Tuple[Iterable[Tuple[Tuple[int, int], List[int], List[str]]],
-                Callable[[int, int], numpy.ndarray]]
-
-
-def training_chunks(docs: Sequence[GoldDoc], doc_lengths: Sequence[int],
-                    label_ids: Dict[str, int]) -> List[Chunk]:
-    """The docs' runs of consecutive complete gold trees whose labels the
-    lexicon knows (``label_ids``), cut into chunks of at most
-    ``CHUNK_WORDS`` words; ``doc_lengths``: the docs' tokens, one doc's
-    after another's among the update's token vectors."""
-    out, first_token = [], 0
-    for (trees, rows_of), n_tokens in zip(docs, doc_lengths):
-        doc_start, first_token = first_token, first_token + n_tokens
-        run: List[Tuple[int, int, list, list]] = []
-        for (start, end), gold, labels in trees:
-            ids = [label_ids.get(lab, -1) for lab in labels]
-            joins = run and run[-1][1] == start and end - run[0][0] <= CHUNK_WORDS
-            if run and not joins:
-                out.append(_chunk(rows_of, run, doc_start, first_token))
-                run = []
-            if min(ids) >= 0:
-                run.append((start, end, gold, ids))
-        if run:
-            out.append(_chunk(rows_of, run, doc_start, first_token))
-    return out
-
-
-def _chunk(rows_of: Callable[[int, int], numpy.ndarray], run, doc_start: int,
-           doc_end: int) -> Chunk:
-    first = run[0][0]
-    heads, labels, ends = [0], [0], []
-    for start, end, gold, ids in run:
-        heads += [h + start - first if h > 0 else 0 for h in gold[1:]]
-        labels += ids
-        ends += [False] * (end - start - 1) + [True]
-    return Chunk(rows_of(first, run[-1][1]), heads, labels, ends, doc_start + first, doc_end)
-
 
 def explore_update(model: Model, moves: TransitionSystem, docs: List[Doc], chunks: List[Chunk],
-                   explore_rate: float, multiroot: bool, rng=numpy.random) -> float:
+                   explore_rate: float, multiroot: bool, rng) -> float:
     """One training step of a conditional ``model`` over ``moves`` on the
-    ``chunks`` of ``docs`` (:func:`training_chunks`) with exploration; adds
-    the gradients (tok2vec's through its listener) and returns the loss,
-    summed over the decisions."""
+    ``chunks`` of ``docs`` (:func:`~spacy_isbn.transitions.exploration.training_chunks`)
+    with exploration; adds the gradients (tok2vec's through its listener)
+    and returns the loss, summed over the decisions."""
     if not chunks:
         return 0.0
     core = core_of(model)
     vectors, _, bp_vectors = project_tokens(model, docs, True)
     history = History(core, embedding_table(core, vectors),
                       capacity=sum(4 * c.n + 2 for c in chunks), is_train=True)
-    states = moves.new_states(multiroot)
-    rollout = Rollout(moves, core, states, chunks, history, explore_rate, rng)
+    exploring = ExploringCore(core, history, moves)
+    rollout = Rollout(moves, exploring, moves.new_states(multiroot), chunks, explore_rate, rng)
     try:
         rollout.run()
     finally:
         rollout.release()
-    loss, d_means = rollout.loss()
-    d_vectors = history.backprop(d_means)
-    bp_vectors(d_vectors)
+    loss, d_means = exploring.loss(rollout.learned())
+    bp_vectors(history.backprop(d_means))
     return loss
 
 
-class Rollout:
-    """One configuration per chunk (its current sentence), all advanced in
-    lockstep, and what each step's states are to learn."""
+class ExploringCore:
+    """The core as the rollout reads it (the
+    :class:`~spacy_isbn.transitions.exploration.RolloutModel` protocol):
+    its states in ``history`` (the core's ops), their decisions' log-probs
+    handed to the CPU, and the loss of what they learned."""
 
-    def __init__(self, moves: TransitionSystem, core: Model, states, chunks: List[Chunk],
-                 history: History, explore_rate: float, rng):
-        self.states, self.chunks, self.history = states, chunks, history
-        self.moves, self.core = moves, core
-        self.explore_rate, self.rng = explore_rate, rng
-        self.heads, self.ops = Heads(core), core.ops
+    def __init__(self, core: Model, history: History, moves: TransitionSystem):
+        self.core, self.history, self.ops = core, history, core.ops
+        self.heads = Heads(core)
         self.label_masks, self.nL = self.heads.label_masks, self.heads.nL
-        B = len(chunks)
-        self.n = numpy.array([c.n for c in chunks], dtype="int64")
-        # the current sentence's first chunk word, and its configuration (-1: none)
-        self.offset = numpy.zeros(B, dtype="int64")
-        self.handles = numpy.full(B, -1, dtype="int64")
-        # per chunk a slot of the current sentence's gold heads (see Chunk.local_heads)
-        self.gold_start = numpy.cumsum([0] + [c.n + 1 for c in chunks])[:-1].astype("int64")
-        self.gold_heads = numpy.full(int(self.n.sum()) + B, -1, dtype="int32")
-        self.tok_base = numpy.array([c.tok_base for c in chunks], dtype="int64")
-        self.tok_end = numpy.array([c.tok_end for c in chunks], dtype="int64")
-        # the chunks' words in one numbering (chunk i's word w: first_word[i] + w):
-        # where each one's gold sentence ends (chunk-relative) and whether it ends one
-        self.first_word = numpy.cumsum([0] + [c.n for c in chunks])[:-1].astype("int64")
-        self.sentence_end = numpy.concatenate([c.sentence_end for c in chunks]).astype("int64")
-        self.gold_ends = numpy.concatenate([c.gold_ends for c in chunks])
-        # per step: (state ids, Phi, zero-cost moves); (state ids, label kinds, block, gold
-        # labels) of followed gold arcs; (state ids, END legal, gold END) of Shifts
-        self.actions: List[Tuple] = []
-        self.labels: List[Tuple] = []
-        self.ends: List[Tuple] = []
+        self.vector_columns = moves.vector_columns()
 
-    def release(self) -> None:
-        live = self.handles[self.handles >= 0]
-        self.states.release(live)
-        self.handles[:] = -1
+    def step(self, src: Optional[Ints2d], feats: Ints2d, tok_base: Optional[Ints1d] = None,
+             tok_end: Optional[Ints1d] = None) -> Ints1d:
+        if tok_base is not None:
+            feats = vector_feature_ids(feats, self.vector_columns, len(self.history.table.E),
+                                       tok_base, tok_end)
+        return self.history.step(src, feats)
 
-    def _start(self, chunk_ids: numpy.ndarray) -> None:
-        """New sentences at the chunks' offsets: their first states."""
-        first = self.history.step(None, self.moves.start_features(len(chunk_ids)))
-        words = numpy.stack([self.chunks[i].rows[self.offset[i]] for i in chunk_ids])
-        self.handles[chunk_ids] = self.states.start(first.astype("int32"), words)
-        for i in chunk_ids:
-            local = self.chunks[i].local_heads(int(self.offset[i]))
-            self.gold_heads[self.gold_start[i]: self.gold_start[i] + len(local)] = local
-
-    def _end_sentences(self, chunk_ids: numpy.ndarray, lengths: numpy.ndarray) -> numpy.ndarray:
-        """The chunks' current sentences ended after ``lengths`` words: the
-        next ones start; returns the chunks that are done."""
-        self.states.release(self.handles[chunk_ids])
-        self.handles[chunk_ids] = -1
-        self.offset[chunk_ids] += lengths
-        going = chunk_ids[self.offset[chunk_ids] < self.n[chunk_ids]]
-        if len(going):
-            self._start(going)
-        return chunk_ids[self.offset[chunk_ids] >= self.n[chunk_ids]]
-
-    def run(self) -> None:
-        spec, states, history = self.moves.spec, self.states, self.history
-        self._start(numpy.arange(len(self.chunks)))
-        active = numpy.arange(len(self.chunks))
-        n_actions, R = spec.n_actions, spec.n_relations
-        while len(active):
-            handles = self.handles[active]
-            N = len(active)
-            front = states.front(handles)
-            remaining = self.n[active] - self.offset[active]
-            last = front == remaining  # the chunk's last word: a known end
-            src = numpy.empty((N, R), "int32")
-            feats = numpy.empty((N, self.moves.width), "int32")
-            masks = numpy.empty((N, n_actions), "uint8")
-            allowed = numpy.empty((N, n_actions), "uint8")
-            end_legal = numpy.empty(N, "uint8")
-            kinds = numpy.empty((N, len(spec.labelled_actions)), "int32")
-            states.describe(handles, last.astype("uint8"), src, feats, masks, allowed, end_legal,
-                            kinds)
-            feats = vector_feature_ids(feats, self.moves.vector_columns(),
-                                       self.core.get_param("E").shape[0],
-                                       self.tok_base[active] + self.offset[active],
-                                       self.tok_end[active])
-            ids = history.step(src, feats)
-            H = history.means[ids[0]:]  # the step's states (the history's last rows)
-            masks, allowed, end_legal = masks.view(bool), allowed.view(bool), end_legal.view(bool)
-            act_lp = self._decide("a", H, masks)
-            word = self.first_word[active] + self.offset[active] + front - 1  # the front
-            horizon = self.sentence_end[word] - self.offset[active]
-            costs = self.moves.costs(states, handles, self.gold_heads, self.gold_start[active],
-                                     horizon)
-            best = numpy.where(allowed, costs, numpy.iinfo("int32").max).min(axis=1)
-            zero = allowed & (costs == best[:, None])
-            self.actions.append((ids, masks, zero))
-            explore = self.rng.random_sample(N) < self.explore_rate
-            follow = numpy.where(explore[:, None], allowed, zero)
-            action = numpy.where(follow, act_lp, NEG_INF).argmax(axis=1)
-            label = self._labels(active, handles, front, ids, H, action, kinds, explore)
-            shift = action == spec.word_action
-            ending = self._sentence_ends(self.gold_ends[word], ids, H, shift, last, end_legal,
-                                         explore)
-            for k, i in enumerate(active):
-                row = None
-                if shift[k] and not ending[k]:
-                    row = self.chunks[i].rows[self.offset[i] + front[k]]
-                states.advance(int(handles[k]), int(action[k]), int(label[k]), int(ids[k]), row)
-            ended = numpy.flatnonzero(ending)
-            if len(ended):
-                done = self._end_sentences(active[ended], front[ended])
-                active = numpy.setdiff1d(active, done)
-
-    def _sentence_ends(self, gold_end, ids, H, shift, last, end_legal, explore) -> numpy.ndarray:
-        """Per configuration, whether its Shift ends its sentence: at the
-        chunk's end, else the model's choice when exploring, the gold end
-        (``gold_end``: after its front) otherwise, where END is legal;
-        Shifts learn the gold ends."""
-        ending = numpy.zeros(len(shift), dtype=bool)
-        shifted = numpy.flatnonzero(shift)
-        if not len(shifted):
-            return ending
-        gold = gold_end[shifted]
-        mask = numpy.stack([numpy.ones(len(shifted), bool), end_legal[shifted]], axis=1)
-        predicted = self._decide("t", H[self.ops.asarray(shifted)], mask).argmax(axis=1) == 1
-        choice = numpy.where(explore[shifted], predicted, gold) & end_legal[shifted]
-        ending[shifted] = last[shifted] | choice
-        learn = end_legal[shifted] | ~gold  # a gold end after a wrong tree may be illegal
-        self.ends.append((ids[shifted[learn]], end_legal[shifted[learn]],
-                          gold[learn].astype("int64")))
-        return ending
-
-    def _labels(self, active, handles, front, ids, H, action, kinds, explore) -> numpy.ndarray:
-        """The label each followed arc is made with: the gold one on a gold
-        arc unless exploring, else the model's best; gold arcs are learned."""
-        spec = self.moves.spec
-        label = numpy.full(len(action), -1, dtype="int64")
-        for k, act in enumerate(spec.labelled_actions):
-            rows = numpy.flatnonzero(action == act)
-            if not len(rows):
-                continue
-            block = spec.label_blocks[act]
-            lp = self._decide("l", H[self.ops.asarray(rows)], self.label_masks[kinds[rows, k]],
-                              rows_lo=block * self.nL)
-            label[rows] = lp.argmax(axis=1)
-            gold = numpy.full(len(rows), -1, dtype="int64")
-            for j, r in enumerate(rows):
-                i = active[r]
-                dep, head = self.moves.arc(self.states, int(handles[r]), act, int(front[r]))
-                if self.gold_heads[self.gold_start[i] + dep] == head:
-                    gold[j] = self.chunks[i].gold_labels[self.offset[i] + dep]
-            is_gold = (gold >= 0) & self.label_masks[kinds[rows, k], numpy.maximum(gold, 0)]
-            learn = rows[is_gold]
-            if len(learn):
-                self.labels.append((ids[learn], kinds[learn, k], block, gold[is_gold]))
-            follow_gold = is_gold & ~explore[rows]
-            label[rows[follow_gold]] = gold[follow_gold]
-        return label
-
-    def _decide(self, key: str, H, mask, rows_lo=None) -> numpy.ndarray:
-        """The log-probs of head ``key`` the configurations follow, on the
-        CPU (the transition states' code reads them)."""
+    def logprobs(self, key: str, ids: Ints1d, mask, rows_lo: Optional[int] = None):
+        """On the CPU: the transition states' code reads them."""
+        H = self.history.means[self.ops.asarray(ids)]
         return self.ops.to_numpy(self.heads.logprobs(key, H, mask, rows_lo=rows_lo))
 
-    def learned(self) -> List[Tuple[str, numpy.ndarray, numpy.ndarray, numpy.ndarray, Optional[int]]]:
-        """What the states are to learn, per head in one piece (labels: per
-        block): (head, state ids, Phi masks, targets, the head's first row or
-        None), numpy, as the transition states gave them."""
-        pieces = []
-        if self.actions:
-            ids, masks, zero = (numpy.concatenate(parts) for parts in zip(*self.actions))
-            pieces.append(("a", ids, masks, zero, None))
-        for ids, kinds, block, gold in self.labels:
-            pieces.append(("l", ids, self.label_masks[kinds], gold, block * self.nL))
-        if self.ends:
-            ids, end_legal, target = (numpy.concatenate(parts) for parts in zip(*self.ends))
-            pieces.append(("t", ids, numpy.stack([numpy.ones(len(ids), bool), end_legal], axis=1),
-                           target, None))
-        return pieces
-
-    def loss(self) -> Tuple[float, Floats2d]:
-        """The summed -log-prob of the zero-cost moves, the gold labels of
-        gold arcs and the sentence ends (:meth:`learned`), and its gradient
-        per state's means, on the core's ops."""
+    def loss(self, learned: list) -> Tuple[float, Floats2d]:
+        """The summed -log-prob of what the states learn (``Rollout.learned``:
+        the zero-cost moves, the gold labels of gold arcs and the sentence
+        ends) and its gradient per state's means, on the core's ops."""
         history, heads, ops = self.history, self.heads, self.ops
         d_means = ops.xp.zeros_like(history.means)
         total = 0.0
-        for key, ids, mask, target, rows_lo in self.learned():
+        for key, ids, mask, target, rows_lo in learned:
             at = ops.asarray(ids)
             lp, backprop = heads.score(key, history.means[at], mask, target, rows_lo=rows_lo)
             total -= float(lp.sum())

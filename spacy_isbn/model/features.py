@@ -3,13 +3,14 @@ positions turned into rows of the projected token vectors."""
 from typing import Sequence, Tuple
 
 import numpy
+from thinc.types import Ints1d, Ints2d
 
 from ..transitions.system import VEC_ROWS
 from ._kernels import vector_rows
 
 
-def vector_feature_ids(feats: numpy.ndarray, columns: Sequence[Tuple[int, int]], n_rows: int,
-                       tok_base: numpy.ndarray, tok_end: numpy.ndarray) -> numpy.ndarray:
+def vector_feature_ids(feats: Ints2d, columns: Sequence[Tuple[int, int]], n_rows: int,
+                       tok_base: Ints1d, tok_end: Ints1d) -> Ints2d:
     """Feature ids with each ``vec`` template's word positions turned into
     rows of the projected token vectors, which follow the ``n_rows`` rows of
     the embedding table: template a of token g is row ``n_rows + g * A + a``.

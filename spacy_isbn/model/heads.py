@@ -67,11 +67,11 @@ class Heads:
         self.b = {key: core.get_param(b) for key, (_, b) in HEAD_PARAMS.items()}
         self.nL, self.nT = core.get_dim("nL"), core.get_dim("nT")
         attrs = core.attrs
-        self.label_masks = numpy.asarray(attrs["label_masks"], dtype=bool)
+        self.label_masks = numpy.asarray(attrs["label_masks"], dtype=bool)  # the CPU's (search)
+        self.label_masks_ops = self.ops.asarray(self.label_masks)
         self.label_blocks = list(attrs["label_blocks"])
         self.bundle_ranges, self.form_ranges = attrs["bundle_ranges"], attrs["form_ranges"]
-        self.ranges = {key: numpy.asarray(attrs[name], dtype="int64").reshape(-1, 2)
-                       for key, name in RANGED.items()}
+        self.ranges = {key: attrs[name] for key, name in RANGED.items()}  # per tag (lo, hi)
         # (kinds, labels) smoothing's offsets (:meth:`smoothed_labels`), None: none
         offsets = attrs.get("label_offsets")
         self.label_offsets = self.ops.asarray(offsets) if offsets else None
@@ -98,7 +98,7 @@ class Heads:
         What scoring (no training) reads, the plain forward and the shared
         one alike."""
         lo = rows_lo or 0
-        row_of = numpy.arange(len(H)) if row_of is None else row_of
+        row_of = self.xp.arange(len(H)) if row_of is None else row_of
         return self._pick(self._row_logits(key, H, None, lo, lo + mask.shape[1]), mask, row_of,
                           targets)
 
@@ -111,11 +111,13 @@ class Heads:
             logp = (log_softmax(logits) if mask is None
                     else masked_log_softmax(logits, self.ops.asarray(mask)))
             return logp[self.ops.asarray(row_of), self.ops.asarray(targets)]
-        out = numpy.empty(len(row_of), dtype=logits.dtype)
-        masks = numpy.zeros((0, logits.shape[1]), "uint8") if mask is None else mask.view("uint8")
-        picked_log_softmax(numpy.ascontiguousarray(logits), numpy.ascontiguousarray(masks),
-                           numpy.ascontiguousarray(row_of, dtype="int64"),
-                           numpy.ascontiguousarray(targets, dtype="int64"), out)
+        ops = self.ops
+        out = ops.alloc1f(len(row_of), dtype=logits.dtype, zeros=False)
+        masks = (ops.alloc2i(0, logits.shape[1], dtype="uint8") if mask is None
+                 else mask.view("uint8"))
+        picked_log_softmax(ops.as_contig(logits), ops.as_contig(masks),
+                           ops.as_contig(row_of, dtype="int64"),
+                           ops.as_contig(targets, dtype="int64"), out)
         return out
 
     def ranged_picked(self, key: str, H, states, tags, targets) -> Floats1d:
@@ -124,8 +126,11 @@ class Heads:
         rows of W): decision i reads state ``states[i]`` of ``H``.  Each
         distinct (state, tag)'s softmax once: per tag one product of its
         states, then one softmax and pick (:meth:`_pick`).  ``states``, ``tags``
-        and ``targets``: numpy ints."""
+        and ``targets``: ints, which decisions share a softmax is worked out
+        on the CPU."""
         ranges = self.ranges[key]
+        # which decisions share a softmax: the CPU's bookkeeping
+        states, tags, targets = (self.ops.to_numpy(x) for x in (states, tags, targets))
         _, first, inverse = numpy.unique(tags * len(H) + states, return_index=True,
                                          return_inverse=True)
         inverse = inverse.reshape(-1)
@@ -199,27 +204,29 @@ class Heads:
 
     # -- what mean field observes ---------------------------------------------------
     def observed_actions(self, rows, masks, actions) -> List[Observed]:
-        return [Observed(rows, self.W["a"], self.b["a"], masks, actions, HEAD_PARAMS["a"])]
+        ops = self.ops
+        return [Observed(ops.asarray(rows), self.W["a"], self.b["a"], ops.asarray(masks),
+                         ops.asarray(actions), HEAD_PARAMS["a"])]
 
     def observed_labels(self, rows, kinds, actions, labels) -> List[Observed]:
         """Each labelled action reads its own block of nL label rows
         (arc-eager: left arcs the first, right arcs the second), masked by
         the label kind's mask."""
-        nL = self.nL
-        blocks = numpy.asarray(self.label_blocks, dtype="int64")[numpy.asarray(actions)]
-        kinds = numpy.asarray(kinds)
-        mask = numpy.zeros((len(rows), self.W["l"].shape[0]), dtype=bool)
-        for block in numpy.unique(blocks):  # a block's columns as one slice
-            at = numpy.flatnonzero(blocks == block)
-            mask[at, block * nL: (block + 1) * nL] = self.label_masks[kinds[at]]
-        return [Observed(rows, self.W["l"], self.b["l"], mask,
-                         numpy.asarray(labels) + blocks * nL, HEAD_PARAMS["l"])]
+        ops, xp, nL = self.ops, self.xp, self.nL
+        blocks = ops.asarray(self.label_blocks, dtype="int64")[ops.asarray(actions)]
+        kinds = ops.asarray(kinds)
+        mask = xp.zeros((len(rows), self.W["l"].shape[0]), dtype=bool)
+        for block in xp.unique(blocks).tolist():  # a block's columns as one slice
+            at = xp.flatnonzero(blocks == block)
+            mask[at, block * nL: (block + 1) * nL] = self.label_masks_ops[kinds[at]]
+        return [Observed(ops.asarray(rows), self.W["l"], self.b["l"], mask,
+                         ops.asarray(labels) + blocks * nL, HEAD_PARAMS["l"])]
 
     def observed_tags(self, rows, end_legal, tags) -> List[Observed]:
         """Column nT is end of sentence."""
-        mask = numpy.ones((len(rows), self.nT + 1), dtype=bool)
-        mask[:, self.nT] = end_legal
-        return [Observed(rows, self.W["t"], self.b["t"], mask, tags, HEAD_PARAMS["t"])]
+        return [Observed(self.ops.asarray(rows), self.W["t"], self.b["t"],
+                         self._tag_mask(len(rows), end_legal), self.ops.asarray(tags),
+                         HEAD_PARAMS["t"])]
 
     def observed_bundles(self, rows, tags, bundles) -> List[Observed]:
         return self._observed_ranged("b", rows, tags, bundles)
@@ -229,10 +236,10 @@ class Heads:
 
     def _observed_ranged(self, key: str, rows, tags, targets) -> List[Observed]:
         """One group per tag: a tag's bundles (forms) are a contiguous range."""
-        rows, tags, targets = numpy.asarray(rows), numpy.asarray(tags), numpy.asarray(targets)
-        ranges = self.bundle_ranges if key == "b" else self.form_ranges
+        rows, tags, targets = (self.ops.asarray(x) for x in (rows, tags, targets))
+        ranges = self.ranges[key]
         out = []
-        for tag in numpy.unique(tags):
+        for tag in self.xp.unique(tags).tolist():
             sel = tags == tag
             lo, hi = ranges[tag]
             out.append(Observed(rows[sel], self.W[key][lo:hi], self.b[key][lo:hi], None,
@@ -250,45 +257,44 @@ class Heads:
         gold labels are all seen, needs none (a constant)."""
         if self.label_offsets is None:
             return lp
-        kinds, labels = numpy.asarray(kinds, "int64"), numpy.asarray(labels, "int64")
-        offset = self.label_offsets[self.ops.asarray(kinds), self.ops.asarray(labels)]
-        seen = self.ops.asarray(self.label_masks[kinds, labels])
+        kinds, labels = (self.ops.asarray(x, dtype="int64") for x in (kinds, labels))
+        offset = self.label_offsets[kinds, labels]
+        seen = self.label_masks_ops[kinds, labels]
         return self.xp.where(seen, lp + offset, offset).astype(lp.dtype)
 
     def label_logprobs(self, H, action: int, kinds) -> Floats2d:
         """(N, nL) log-probs of the labels that follow ``action`` from each
         state, masked by each row's label kind (smoothed where the model is:
         then every label has its log-prob, those the kind never saw too)."""
-        masks = self.label_masks[numpy.asarray(kinds)]
+        kinds = self.ops.asarray(kinds)
+        masks = self.label_masks_ops[kinds]
         lp = self.logprobs("l", H, masks, rows_lo=self.label_blocks[action] * self.nL)
         if self.label_offsets is None:
             return lp
-        offsets = self.label_offsets[self.ops.asarray(kinds)]
-        return self.xp.where(self.ops.asarray(masks), lp + offsets, offsets)
+        offsets = self.label_offsets[kinds]
+        return self.xp.where(masks, lp + offsets, offsets)
 
     def top_labels(self, H, action: int, kinds, k: int) -> Tuple[Ints2d, Floats2d]:
         """The ``k`` most likely labels after ``action`` from each state (best
         first; ties: the lower label; past the allowed ones label 0 at -inf)
         and their log-probs (float64), as :meth:`label_logprobs` gives them:
         the compiled ``masked_top_k``, or a stable sort of the log-probs."""
-        kinds = numpy.ascontiguousarray(kinds, dtype="int32")
+        kinds = self.ops.as_contig(self.ops.asarray(kinds), dtype="int32")
         lo = self.label_blocks[action] * self.nL
         if self.compiled:
-            if "label_masks" not in self._stacked:
-                self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, "uint8")
             logits = (row_products(self.ops, H, self.W["l"][lo: lo + self.nL])
                       + self.b["l"][lo: lo + self.nL])
-            top = numpy.empty((len(H), k), dtype="int64")
-            top_lp = numpy.empty((len(H), k))
-            masked_top_k(logits, self._stacked["label_masks"], kinds, top, top_lp)
+            top = self.ops.alloc2i(len(H), k, dtype="int64", zeros=False)
+            top_lp = self.ops.alloc2f(len(H), k, dtype="float64", zeros=False)
+            masked_top_k(logits, self._label_masks_u8(), kinds, top, top_lp)
         else:
             xp = self.xp
-            lp = self.logprobs("l", H, self.label_masks[kinds], rows_lo=lo)
+            lp = self.logprobs("l", H, self.label_masks_ops[kinds], rows_lo=lo)
             top = xp.argsort(-lp, axis=1, kind="stable")[:, :k]
             top_lp = xp.take_along_axis(lp, top, axis=1).astype("float64")
             top = xp.where(xp.isfinite(top_lp), top, 0)
         if self.label_offsets is not None:  # the seen labels' share, log(1 - escape)
-            top_lp += self.label_offsets[self.ops.asarray(kinds)[:, None], top]
+            top_lp += self.label_offsets[kinds[:, None], top]
         return top, top_lp
 
     # -- a search step's decisions ------------------------------------------------------
@@ -332,14 +338,18 @@ class Heads:
         of ``top`` and ``top_lp`` (and of ``kinds``): the compiled
         ``rows_top_k`` (where :meth:`_rows_compiled`)."""
         lo = self.label_blocks[action] * self.nL
-        if "label_masks" not in self._stacked:
-            self._stacked["label_masks"] = numpy.ascontiguousarray(self.label_masks, "uint8")
         Wt, b = self._padded("l", lo, lo + self.nL)
-        row_kinds = numpy.ascontiguousarray(kinds[rows], dtype="int32")
-        rows_top_k(H, rows.astype("int64"), Wt, b, self._stacked["label_masks"], row_kinds, top,
+        row_kinds = self.ops.as_contig(kinds[rows], dtype="int32")
+        rows_top_k(H, rows.astype("int64"), Wt, b, self._label_masks_u8(), row_kinds, top,
                    top_lp)
         if self.label_offsets is not None:  # the seen labels' share, log(1 - escape)
             top_lp[rows] += self.label_offsets[row_kinds[:, None], top[rows]]
+
+    def _label_masks_u8(self):
+        """The label kinds' masks as the compiled top-k reads them (made once)."""
+        if "label_masks" not in self._stacked:
+            self._stacked["label_masks"] = self.ops.asarray(self.label_masks, dtype="uint8")
+        return self._stacked["label_masks"]
 
     def _rows_compiled(self, H, n_out: int) -> bool:
         """Whether head products of ``n_out`` outcomes from states ``H``
@@ -348,14 +358,13 @@ class Heads:
         return (self.compiled and H.dtype == numpy.float32 and H.flags.c_contiguous
                 and compiled_rows_match(H.shape[1], n_out))
 
-    def _padded(self, key: str, lo: int, hi: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def _padded(self, key: str, lo: int, hi: int) -> Tuple[Floats2d, Floats1d]:
         """Rows ``lo:hi`` of head ``key``'s weights (or of stacked ones kept
         under ``key``) as ``rows_logits`` reads them (``padded_transpose``)
         and their biases, made once."""
         if (key, lo, hi) not in self._stacked:
             W, b = (self.W[key], self.b[key]) if key in self.W else self._stacked[key]
-            self._stacked[key, lo, hi] = (padded_transpose(W[lo:hi]),
-                                          numpy.ascontiguousarray(b[lo:hi]))
+            self._stacked[key, lo, hi] = (padded_transpose(W[lo:hi]), self.ops.as_contig(b[lo:hi]))
         return self._stacked[key, lo, hi]
 
     def _row_logits(self, key: str, H, rows, lo: int, hi: int) -> Floats2d:
@@ -369,30 +378,36 @@ class Heads:
                                   W[lo:hi])
             logits += b[lo:hi]
             return logits
+        ops = self.ops
         Wt, b = self._padded(key, lo, hi)
-        rows = numpy.arange(len(H)) if rows is None else rows
-        out = numpy.empty((len(rows), hi - lo), dtype="float32")
-        rows_logits(H, numpy.ascontiguousarray(rows, dtype="int64"), Wt, b, out)
+        rows = ops.xp.arange(len(H)) if rows is None else rows
+        out = ops.alloc2f(len(rows), hi - lo, zeros=False)
+        rows_logits(H, ops.as_contig(rows, dtype="int64"), Wt, b, out)
         return out
 
     def _action_tag_logprobs(self, H, masks, end_legal) -> Tuple[Floats2d, Floats2d]:
         """:meth:`actions` and :meth:`tag_logprobs` from one product with the
         stacked weights and one compiled pass (numpy only)."""
+        ops, xp = self.ops, self.xp
         if "action_tag" not in self._stacked:
-            self._stacked["action_tag"] = (
-                numpy.ascontiguousarray(numpy.vstack([self.W["a"], self.W["t"]])),
-                numpy.concatenate([self.b["a"], self.b["t"]]))
+            self._stacked["action_tag"] = (ops.as_contig(xp.vstack([self.W["a"], self.W["t"]])),
+                                           xp.concatenate([self.b["a"], self.b["t"]]))
         logits = self._row_logits("action_tag", H, None, 0, len(self._stacked["action_tag"][1]))
-        act_lp = numpy.empty((len(H), len(self.W["a"])), dtype=logits.dtype)
-        tag_lp = numpy.empty((len(H), self.nT + 1), dtype=logits.dtype)
+        act_lp = ops.alloc2f(len(H), len(self.W["a"]), dtype=logits.dtype, zeros=False)
+        tag_lp = ops.alloc2f(len(H), self.nT + 1, dtype=logits.dtype, zeros=False)
         action_tag_logprobs(logits, masks.view("uint8"), end_legal.view("uint8"), act_lp, tag_lp)
         return act_lp, tag_lp
 
     def tag_logprobs(self, H, end_legal) -> Floats2d:
         """(N, nT+1) tag log-probs; column nT is END, masked where Phi forbids it."""
-        mask = numpy.ones((len(H), self.nT + 1), dtype=bool)
-        mask[:, self.nT] = end_legal
-        return self.logprobs("t", H, mask)
+        return self.logprobs("t", H, self._tag_mask(len(H), end_legal))
+
+    def _tag_mask(self, n: int, end_legal):
+        """The tag head's Phi of ``n`` states: every tag, and END (column
+        nT) where ``end_legal``."""
+        mask = self.xp.ones((n, self.nT + 1), dtype=bool)
+        mask[:, self.nT] = self.ops.asarray(end_legal)
+        return mask
 
     def bundle_logprobs(self, H, tag: int) -> Floats2d:
         """(N, bundles of ``tag``) log P(bundle | state, tag); column k is
@@ -426,10 +441,11 @@ class Heads:
         :meth:`form_logprobs`: joint tagging's word, from one product
         (compiled: one pass, float64)."""
         logits, nb = self._word_logits(H, tag)
-        forms = numpy.asarray(forms, "int64") - self.form_ranges[tag][0]
+        forms = self.ops.asarray(forms, dtype="int64") - self.form_ranges[tag][0]
         if not self.compiled:
             return self._word_split(logits, nb, forms)
-        bundle_lp, form_lp = numpy.empty((len(H), nb)), numpy.empty(len(H))
+        bundle_lp = self.ops.alloc2f(len(H), nb, dtype="float64", zeros=False)
+        form_lp = self.ops.alloc1f(len(H), dtype="float64", zeros=False)
         log_softmax_and_pick(logits, nb, forms, bundle_lp, form_lp)
         return bundle_lp, form_lp
 
@@ -438,13 +454,13 @@ class Heads:
         and the second term alone (the lexical part of a word's log-prob):
         both softmaxes from one product with the tag's stacked weights."""
         logits, nb = self._word_logits(H, tag)
-        bundles = numpy.asarray(bundles, "int64") - self.bundle_ranges[tag][0]
-        forms = numpy.asarray(forms, "int64") - self.form_ranges[tag][0]
+        bundles = self.ops.asarray(bundles, dtype="int64") - self.bundle_ranges[tag][0]
+        forms = self.ops.asarray(forms, dtype="int64") - self.form_ranges[tag][0]
         if not self.compiled:
             bundle_lp, form_lp = self._word_split(logits, nb, forms)
             picked = bundle_lp[self.xp.arange(len(H)), self.ops.asarray(bundles)]
             return picked + form_lp, form_lp
-        out, form_lp = numpy.empty(len(H)), numpy.empty(len(H))
+        out, form_lp = (self.ops.alloc1f(len(H), dtype="float64", zeros=False) for _ in range(2))
         picked_log_softmax2(logits, nb, bundles, forms, out, form_lp)
         return out, form_lp
 

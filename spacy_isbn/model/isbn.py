@@ -12,8 +12,9 @@ the step (:mod:`.meanfield`), each decision is scored with the means that
 precede it, and later states read the step's final means.  The forward pass
 takes a :class:`DerivationBatch` and returns the log-likelihood of each gold
 derivation; the backward pass walks the steps in reverse and scatters the
-gradients back to the source states.  :class:`.search_step.SearchStep` gives the
-search the same computations one step at a time.
+gradients back to the source states.
+:class:`~spacy_isbn.search.search_step.SearchStep` gives the search the
+same computations one step at a time.
 """
 from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -22,7 +23,7 @@ import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Linear, Maxout, Model, Ops, get_array_module
-from thinc.types import Floats1d, Floats2d, Ints1d
+from thinc.types import Floats1d, Floats2d, Ints1d, Ints3d
 
 from ..transitions.arc_eager import ARC_EAGER, parse_templates
 from . import meanfield
@@ -30,7 +31,7 @@ from .batch import DerivationBatch
 from .features import vector_feature_ids
 from .meanfield import Observed
 from .heads import HEADS, Heads
-from .step import (NUMPY_OPS, Table, compiled, dropout_mask, embedding_table, flush_table_gradient,
+from .step import (Table, compiled, dropout_mask, embedding_table, flush_table_gradient,
                    latent_step, means, on_host, scatter_to_sources)
 
 PARAMS = ("E", "W", "b", "Wa", "ba", "Wl", "bl", "Wt", "bt", "Wb", "bb", "Wf", "bf")
@@ -255,23 +256,24 @@ def negative_log_likelihood(ll: Floats1d, n_words: int, per_word: bool) -> Tuple
 SOFTMAX_HEADS = ("a", "l", "t")  # one softmax (masked by Phi) over all the head's rows
 
 
-def _decision_positions(batch: DerivationBatch) -> dict:
+def _decision_positions(batch: DerivationBatch, xp) -> dict:
     """For each head, the position of its decision within the step (-1: none):
-    action, then label or tag, bundle, form (state 0: tag, bundle, form)."""
+    action, then label or tag, bundle, form (state 0: tag, bundle, form).
+    ``xp``: the batch's arrays' module."""
     has_a = batch.action >= 0
     tag_slot = has_a.astype("int32")
     return {
-        "a": numpy.where(has_a, 0, -1),
-        "l": numpy.where(batch.label >= 0, 1, -1),
-        "t": numpy.where(batch.gen_tag >= 0, tag_slot, -1),
-        "b": numpy.where(batch.gen_bundle >= 0, tag_slot + 1, -1),
-        "f": numpy.where(batch.gen_form >= 0, tag_slot + 2, -1),
+        "a": xp.where(has_a, 0, -1),
+        "l": xp.where(batch.label >= 0, 1, -1),
+        "t": xp.where(batch.gen_tag >= 0, tag_slot, -1),
+        "b": xp.where(batch.gen_bundle >= 0, tag_slot + 1, -1),
+        "f": xp.where(batch.gen_form >= 0, tag_slot + 2, -1),
     }
 
 
 def _head_decisions(heads: Heads, batch: DerivationBatch, key: str, b, t) -> List[Observed]:
     """Head ``key``'s decisions at the (b, t) pairs; group rows index the pairs."""
-    rows = numpy.arange(len(b))
+    rows = heads.xp.arange(len(b))
     if key == "a":
         return heads.observed_actions(rows, batch.action_mask[b, t], batch.action[b, t])
     if key == "l":
@@ -288,7 +290,7 @@ def _step_decisions(heads: Heads, batch: DerivationBatch, t: int, positions: dic
     """head -> its observed groups at step t, rows numbered by sentence."""
     out = {}
     for key in HEADS:
-        b = numpy.nonzero(positions[key][:, t] >= 0)[0]
+        b = heads.xp.nonzero(positions[key][:, t] >= 0)[0]
         if b.size:
             out[key] = _head_decisions(heads, batch, key, b, t)
             for ob in out[key]:
@@ -296,8 +298,8 @@ def _step_decisions(heads: Heads, batch: DerivationBatch, t: int, positions: dic
     return out
 
 
-def _restrict(groups: List[Observed], position_of_row: numpy.ndarray, k: int,
-              position: numpy.ndarray) -> List[Observed]:
+def _restrict(groups: List[Observed], position_of_row: Ints1d, k: int,
+              position: Ints1d) -> List[Observed]:
     """The decisions made at positions <= k (within their step) by the rows
     ``position`` numbers (-1: not re-estimated now), rows renumbered."""
     out = []
@@ -310,10 +312,10 @@ def _restrict(groups: List[Observed], position_of_row: numpy.ndarray, k: int,
     return out
 
 
-def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[Table, numpy.ndarray]:
+def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[Table, Ints3d]:
     """The rows the states' features index (the embeddings, then a
     conditional model's token vectors) and the features, (B, T, F) ids of
-    that table."""
+    that table, int32 in C order (as the batch pads them)."""
     B, T = batch.valid.shape
     E = model.get_param("E")
     feats = batch.feats.reshape(B * T, -1)
@@ -322,20 +324,22 @@ def forward_inputs(model: Model, batch: DerivationBatch) -> Tuple[Table, numpy.n
         feats = vector_feature_ids(feats, model.attrs["vector_columns"], E.shape[0],
                                    batch.tok_base.reshape(-1), batch.tok_end.reshape(-1))
     return (embedding_table(model, batch.vectors),
-            numpy.ascontiguousarray(feats, dtype="int32").reshape(B, T, -1))
+            feats.reshape(B, T, -1))
 
 
 def scored_decisions(heads: Heads, batch: DerivationBatch, keys: Sequence[str] = HEADS):
     """Every decision of the batch by the heads ``keys``, one softmax per head
     (per tag for bundles and forms): (head, its (b, t) pairs, their Observed
-    group, their Phi mask, the first row of the head's W the group reads or None)."""
-    positions = _decision_positions(batch)
+    group, their Phi mask, the first row of the head's W the group reads or
+    None), arrays of the heads' ops as the batch's are."""
+    xp = heads.xp
+    positions = _decision_positions(batch, xp)
     for key in keys:
-        b, t = numpy.nonzero(positions[key] >= 0)
+        b, t = xp.nonzero(positions[key] >= 0)
         if not b.size:
             continue
         for ob in _head_decisions(heads, batch, key, b, t):
-            mask = ob.mask if ob.mask is not None else numpy.ones(
+            mask = ob.mask if ob.mask is not None else xp.ones(
                 (len(ob.rows), len(ob.b)), dtype=bool)
             yield key, (b[ob.rows], t[ob.rows]), ob, mask, ob.lo if key in ("b", "f") else None
 
@@ -344,26 +348,27 @@ def scored_decisions(heads: Heads, batch: DerivationBatch, keys: Sequence[str] =
 RANGED_TARGETS = {"b": "gen_bundle", "f": "gen_form"}
 
 
-def ranged_decisions(batch: DerivationBatch):
+def ranged_decisions(batch: DerivationBatch, xp):
     """The decisions of the bundle and form heads, per head all tags at once
     (scoring, :meth:`.heads.Heads.ranged_picked`): (head, its (b, t) pairs,
-    their tags, their targets as rows of the head's W)."""
-    positions = _decision_positions(batch)
+    their tags, their targets as rows of the head's W); ``xp``: the
+    batch's arrays' module."""
+    positions = _decision_positions(batch, xp)
     for key, target in RANGED_TARGETS.items():
-        b, t = numpy.nonzero(positions[key] >= 0)
+        b, t = xp.nonzero(positions[key] >= 0)
         if b.size:
             yield (key, (b, t), batch.gen_tag[b, t].astype("int64"),
                    getattr(batch, target)[b, t].astype("int64"))
 
 
-def output_groups(batch: DerivationBatch, dtype, ops: Ops = NUMPY_OPS) -> Tuple[dict, Floats1d]:
+def output_groups(batch: DerivationBatch, dtype, ops: Ops) -> Tuple[dict, Floats1d]:
     """head -> (B, T) the output each state's decision adds to
-    (``batch.groups``; default: its derivation's; numpy), and the outputs,
-    zeros of ``ops``."""
+    (``batch.groups``; default: its derivation's), and the outputs, zeros of
+    ``ops``, whose arrays the batch's are."""
     B, T = batch.valid.shape
     group_of = batch.groups
     if group_of is None:
-        group_of = numpy.broadcast_to(numpy.arange(B)[:, None], (B, T))
+        group_of = ops.xp.broadcast_to(ops.xp.arange(B)[:, None], (B, T))
     if not isinstance(group_of, dict):
         group_of = {key: group_of for key in HEADS}
     n = max([int(g.max()) + 1 for g in group_of.values() if g.size] or [0])
@@ -394,6 +399,7 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
     iterations = model.attrs.get("iterations", 0)
     B, T = batch.valid.shape
     table, feats = forward_inputs(model, batch)
+    batch = batch.decisions_on(ops)
     d_table = table.zeros(ops) if is_train else None
     valid = ops.asarray(batch.valid, dtype=dtype)[..., None]
     # the means of all states, row b * T + t; a step links to earlier rows
@@ -404,7 +410,7 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
     feats = ops.asarray(feats, dtype="int32")
     step_backprops: List[Callable] = []
     heads = Heads(model)
-    positions = _decision_positions(batch)
+    positions = _decision_positions(batch, xp)
     # the means each head's decisions are scored with: the final ones
     # (feed-forward) or those before the decision (mean field)
     M = {key: Hs for key in HEADS}
@@ -432,10 +438,9 @@ def _forward(model: Model, batch: DerivationBatch, is_train: bool):
     if not is_train:  # scoring: the compiled softmaxes the shared forward reads too
         return _picked_scores(heads, batch, M, group_of, ll), None
     pieces: List[Tuple[str, tuple, Ints1d, Callable]] = []
-    for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch):
-        at = tuple(ops.asarray(i) for i in sel)
+    for key, at, ob, mask, rows_lo in scored_decisions(heads, batch):
         lp, bp = heads.score(key, M[key][at], mask, ob.target, rows_lo=rows_lo)
-        sents = ops.asarray(group_of[key][sel])
+        sents = group_of[key][at]
         ops.scatter_add(ll, sents, lp)
         pieces.append((key, at, sents, bp))
 
@@ -473,13 +478,12 @@ def _picked_scores(heads: Heads, batch: DerivationBatch, M: dict, group_of: dict
     ops = heads.ops
     B, T, nH = M["a"].shape
     for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
-        lp = heads.picked(key, M[key][tuple(ops.asarray(i) for i in sel)], mask, ob.target,
-                          rows_lo)
+        lp = heads.picked(key, M[key][sel], mask, ob.target, rows_lo)
         if key == "l":
             lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
-        ops.scatter_add(ll, ops.asarray(group_of[key][sel]), lp)
-    for key, (b, t), tags, targets in ranged_decisions(batch):
-        ops.scatter_add(ll, ops.asarray(group_of[key][b, t]), heads.ranged_picked(
+        ops.scatter_add(ll, group_of[key][sel], lp)
+    for key, (b, t), tags, targets in ranged_decisions(batch, ops.xp):
+        ops.scatter_add(ll, group_of[key][b, t], heads.ranged_picked(
             key, M[key].reshape(B * T, nH), b * T + t, tags, targets))
     return ll
 
@@ -489,8 +493,8 @@ def _meanfield_step(heads: Heads, batch: DerivationBatch, t: int, positions: dic
     """Step t's means re-estimated after each of its elementary decisions
     (into ``Hs``), each head's decisions scored with the means before them
     (into ``M``), the re-estimations' tapes into ``tapes``; on the heads'
-    ops, which rows decide when is the batch's bookkeeping (numpy)."""
-    ops, B = heads.ops, len(pre)
+    ops, the batch's bookkeeping too."""
+    ops, xp, B = heads.ops, heads.xp, len(pre)
     a = pre.copy()
     decided = _step_decisions(heads, batch, t, positions)
     step_positions = {key: positions[key][:, t] for key in decided}
@@ -498,17 +502,17 @@ def _meanfield_step(heads: Heads, batch: DerivationBatch, t: int, positions: dic
     for k in range(n_positions):
         mu = means(a, ops)
         # the decisions at position k are scored with the means so far ...
-        at_k = [(key, numpy.nonzero(s == k)[0]) for key, s in step_positions.items()]
-        rows = numpy.sort(numpy.concatenate([r for _, r in at_k]))
-        at_k = [(key, ops.asarray(r)) for key, r in at_k if len(r)]
+        at_k = [(key, xp.nonzero(s == k)[0]) for key, s in step_positions.items()]
+        rows = xp.sort(xp.concatenate([r for _, r in at_k]))
+        at_k = [(key, r) for key, r in at_k if len(r)]
         for key, r in at_k:
             M[key][r, t] = mu[r]
         # ... and then their steps' means are re-estimated
-        position = numpy.full(B, -1)
-        position[rows] = numpy.arange(len(rows))
+        position = xp.full(B, -1)
+        position[rows] = xp.arange(len(rows))
         observed = [ob for key, groups in decided.items()
                     for ob in _restrict(groups, step_positions[key], k, position)]
-        at = ops.asarray(rows)
+        at = rows
         a[at], tape = meanfield.solve(a[at], pre[at], observed, iterations, keep_tape=is_train,
                                       ops=ops)
         tapes.append((at, tape, at_k))

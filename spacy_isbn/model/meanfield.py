@@ -8,11 +8,11 @@ are exact for the means actually used, and zero iterations is the feed-forward m
 The objective, its gradient and why: docs/design.md, "What isbn_parser does"
 (Approximations).
 """
+from itertools import accumulate
 from typing import Dict, List, Optional, Tuple
 
-import numpy
 from thinc.api import Ops
-from thinc.types import Floats1d, Floats2d
+from thinc.types import Array1d, Floats1d, Floats2d
 
 from .step import NUMPY_OPS, means
 
@@ -22,19 +22,16 @@ HALVINGS = 4
 class Observed:
     """Decisions of one head made at a step, for a set of rows: their
     logits are ``mu[rows] @ W.T + b`` (``W`` = rows ``lo:lo+K`` of the head's
-    weight ``names[0]``), restricted by ``mask`` (None: all legal).  The
-    rows, targets and mask are numpy (the batch's bookkeeping); ``W`` and
-    ``b`` the core's ops' arrays."""
+    weight ``names[0]``), restricted by ``mask`` (None: all legal).  All are
+    arrays of the core's ops (:class:`~.heads.Heads` makes them)."""
 
     __slots__ = ("rows", "W", "b", "mask", "target", "names", "lo")
 
     def __init__(self, rows, W, b, mask, target, names: Tuple[str, str], lo: int = 0):
-        self.rows = numpy.asarray(rows)
-        self.W, self.b, self.mask = W, b, mask
-        self.target = numpy.asarray(target)
+        self.rows, self.W, self.b, self.mask, self.target = rows, W, b, mask, target
         self.names, self.lo = names, lo
 
-    def subset(self, keep: numpy.ndarray) -> "Observed":
+    def subset(self, keep: Array1d) -> "Observed":
         """The decisions of the rows where ``keep`` (a bool per row) holds."""
         mask = None if self.mask is None else self.mask[keep]
         return Observed(self.rows[keep], self.W, self.b, mask, self.target[keep],
@@ -59,8 +56,8 @@ class _Fused:
     segment's maximum from a padded gather of its columns, its sum from a
     product with the columns' one-hot segments).  Big heads (a tag's word
     forms) each get their own product over their own rows, so no row pays
-    for the forms of other tags.  On ``ops`` (any device): the bookkeeping
-    is made on the CPU and crosses once, by ``ops.asarray``."""
+    for the forms of other tags.  On ``ops`` (any device), the observed
+    decisions' bookkeeping too."""
 
     def __init__(self, n: int, observed: List[Observed], ops: Ops = NUMPY_OPS):
         self.n, self.ops = n, ops
@@ -68,38 +65,36 @@ class _Fused:
         big = [ob.mask is None and ob.W.shape[0] > BIG_HEAD for ob in observed]
         self.big = [ob for ob, b in zip(observed, big) if b]
         self.observed = [ob for ob, b in zip(observed, big) if not b]
-        # the big heads' rows and targets on the ops
-        self.big_at = [(ops.asarray(ob.rows), ops.asarray(ob.target)) for ob in self.big]
+        self.big_at = [(ob.rows, ob.target) for ob in self.big]
         nH = observed[0].W.shape[1]
         dtype = observed[0].W.dtype
         self.target_W = ops.alloc2f(n, nH, dtype=dtype)
         for ob in observed:  # a head's rows are distinct
-            self.target_W[ops.asarray(ob.rows)] += ob.W[ops.asarray(ob.target)]
+            self.target_W[ob.rows] += ob.W[ob.target]
         self.dW_big = [xp.zeros_like(ob.W) for ob in self.big]
         self.db_big = [xp.zeros_like(ob.b) for ob in self.big]
-        sizes = [ob.W.shape[0] for ob in self.observed]
-        self.starts = numpy.cumsum([0] + sizes[:-1]).astype("int64")
-        self.sizes = numpy.asarray(sizes, dtype="int64")
+        # each small head's columns among the side-by-side rows of W
+        self.sizes = [ob.W.shape[0] for ob in self.observed]
+        self.starts = list(accumulate([0] + self.sizes[:-1]))
         if not self.observed:
             self.W, self.b = ops.alloc2f(0, nH, dtype=dtype), ops.alloc1f(0, dtype=dtype)
             return
         self.W = xp.concatenate([ob.W for ob in self.observed])
         self.b = xp.concatenate([ob.b for ob in self.observed])
         n_cols = len(self.b)
-        allowed = numpy.zeros((n, n_cols), dtype=bool)
-        padded = numpy.full((len(sizes), max(sizes)), n_cols, dtype="int64")
+        groups = len(self.sizes)
+        self.allowed = xp.zeros((n, n_cols), dtype=bool)
+        self.padded = xp.full((groups, max(self.sizes)), n_cols, dtype="int64")
         tgt_rows, tgt_cols, tgt_seg = [], [], []
-        for g, (ob, c0, K) in enumerate(zip(self.observed, self.starts, sizes)):
-            allowed[ob.rows, c0: c0 + K] = True if ob.mask is None else ob.mask
-            padded[g, :K] = numpy.arange(c0, c0 + K)
+        for g, (ob, c0, K) in enumerate(zip(self.observed, self.starts, self.sizes)):
+            self.allowed[ob.rows, c0: c0 + K] = True if ob.mask is None else ob.mask
+            self.padded[g, :K] = xp.arange(c0, c0 + K)
             tgt_rows.append(ob.rows)
             tgt_cols.append(ob.target + c0)
-            tgt_seg.append(numpy.full(len(ob.rows), g))
-        segment = numpy.repeat(numpy.arange(len(sizes)), self.sizes)  # per column
-        self.allowed = ops.asarray(allowed)
-        self.padded, self.segment = ops.asarray(padded), ops.asarray(segment)
-        self.one_hot = ops.asarray(segment[:, None] == numpy.arange(len(sizes)), dtype=dtype)
-        self.tgt = tuple(ops.asarray(numpy.concatenate(x)) for x in (tgt_rows, tgt_cols, tgt_seg))
+            tgt_seg.append(xp.full(len(ob.rows), g))
+        self.segment = xp.repeat(xp.arange(groups), self.sizes)  # per column
+        self.one_hot = (self.segment[:, None] == xp.arange(groups)).astype(dtype)
+        self.tgt = tuple(xp.concatenate(x) for x in (tgt_rows, tgt_cols, tgt_seg))
 
     def segment_sum(self, x):
         """(n, columns) -> (n, segments)."""
@@ -250,7 +245,7 @@ def solve_backward(tape: Tape, d_a: Floats2d, grads: Dict[str, Floats2d]):
         d_a = (1.0 - alpha) * d_a + mu * (1.0 - mu) * fused.backward(mu, qs, v, dW, db)
     for ob, c0, K in zip(fused.observed, fused.starts, fused.sizes):
         dW_g, db_g = dW[c0: c0 + K], db[c0: c0 + K]
-        ops.scatter_add(dW_g, ops.asarray(ob.target), d_eta[ops.asarray(ob.rows)])
+        ops.scatter_add(dW_g, ob.target, d_eta[ob.rows])
         grads[ob.names[0]][ob.lo: ob.lo + K] += dW_g
         grads[ob.names[1]][ob.lo: ob.lo + K] += db_g
     for ob, (rows, target), dW_g, db_g in zip(fused.big, fused.big_at, fused.dW_big,

@@ -21,6 +21,7 @@ from typing import Tuple
 
 import numpy
 from thinc.api import Model
+from thinc.types import Array2d, Ints1d, Ints2d, Ints3d
 
 from ._trie import distinct_rows as compiled_distinct_rows
 from ._trie import trie_nodes
@@ -28,10 +29,11 @@ from .batch import CONTEXT, DerivationBatch
 from .heads import Heads
 from .isbn import (SOFTMAX_HEADS, batch_on_host, forward, forward_inputs, output_groups,
                    ranged_decisions, scored_decisions)
-from .step import LinkedProducts, compiled, latent_step, means_into, on_host
+from ..search.arrays import LinkedProducts
+from .step import compiled, latent_step, means_into, on_host
 
 
-def distinct_rows(key: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
+def distinct_rows(key: Ints2d) -> Tuple[Ints1d, Ints1d]:
     """The first row of each distinct row of ``key`` (N, K) ints, in the
     order they first occur, and each row's distinct row (compiled: a hash
     table, each hit checked)."""
@@ -41,8 +43,8 @@ def distinct_rows(key: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
     return first[:n], inverse
 
 
-def state_nodes(feats: numpy.ndarray, src: numpy.ndarray, valid: numpy.ndarray
-                ) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+def state_nodes(feats: Ints3d, src: Ints3d, valid: Array2d
+                ) -> Tuple[Ints2d, Ints1d, Ints2d, Ints1d]:
     """The trie of a batch's derivations: ``feats`` (B, T, F) ids, ``src``
     (B, T, R) the steps each state links to (-1 none; -2 - j: external state
     j, linked as the history's row n_nodes + j), ``valid`` (B, T).
@@ -79,23 +81,24 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
         if final or batch.context is not None:
             raise ValueError("mean field's forced forward takes no context")
         return forward(model, batch, is_train=False)[0]
+    ops, nH = model.ops, model.get_dim("nH")
     table, feats = forward_inputs(model, batch)
     B, T, F = feats.shape
-    src, contexts = batch.src, numpy.zeros((0, model.get_dim("nH")), dtype=table.dtype)
+    src, contexts = batch.src, ops.alloc2f(0, nH, dtype=table.dtype)
     if batch.context is not None:
         # derivations that go on from the same context share its nodes
-        bits = numpy.ascontiguousarray(batch.context, dtype=table.dtype)
+        bits = ops.as_contig(batch.context, dtype=table.dtype)
         one, of = distinct_rows(bits.view(f"int{8 * bits.itemsize}").astype("int64"))
         src, contexts = numpy.where(src == CONTEXT, -2 - of[:, None, None], src), bits[one]
     node, first, links, starts = state_nodes(feats, src, batch.valid)
     node_feats = feats.reshape(B * T, F)[first]
-    H = numpy.zeros((len(first) + len(contexts), model.get_dim("nH")), dtype=table.dtype)
+    H = ops.alloc2f(len(first) + len(contexts), nH, dtype=table.dtype)
     H[len(first):] = contexts
     products = LinkedProducts()  # nodes are linked by many later nodes
     for lo, hi in zip(starts[:-1], starts[1:]):
         means_into(latent_step(model, table, H, links[lo:hi], node_feats[lo:hi],
                                products=products)[0], H[lo:hi])
-    group_of, ll = output_groups(batch, H.dtype)
+    group_of, ll = output_groups(batch, H.dtype, ops)
     heads = Heads(model)
     for key, sel, ob, mask, rows_lo in scored_decisions(heads, batch, SOFTMAX_HEADS):
         rows = node[sel]
@@ -105,10 +108,10 @@ def forced_logprobs(model: Model, batch: DerivationBatch, final: bool = False):
         lp = heads.picked(key, H[rows[one]], mask[one], ob.target, rows_lo, inverse)
         if key == "l":
             lp = heads.smoothed_labels(batch.label_kind[sel], batch.label[sel], lp)
-        numpy.add.at(ll, group_of[key][sel], lp)
-    for key, sel, tags, targets in ranged_decisions(batch):
-        numpy.add.at(ll, group_of[key][sel], heads.ranged_picked(key, H, node[sel], tags,
-                                                                 targets))
+        ops.scatter_add(ll, group_of[key][sel], lp)
+    for key, sel, tags, targets in ranged_decisions(batch, heads.xp):
+        ops.scatter_add(ll, group_of[key][sel], heads.ranged_picked(key, H, node[sel], tags,
+                                                                    targets))
     if not final:
         return ll
     return ll, H[node[numpy.arange(B), batch.valid.sum(axis=1) - 1]]

@@ -25,14 +25,14 @@ numpy's (:func:`compiled`).  Other ops (CuPy's, ``spacy train --gpu-id
 all relations' products in one ``ops.gemm`` of the linked means side by
 side.  The search reads a core on the CPU (:func:`on_host`)."""
 from functools import lru_cache
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Protocol, Tuple
 
 import numpy
 from thinc.api import Model, NumpyOps, Ops, get_array_module
-from thinc.types import Floats2d, Floats3d, FloatsXd, Ints2d
+from thinc.types import Floats2d, Floats3d, FloatsXd, Ints1d, Ints2d
 
 from ._kernels import (add_rows, embed_link_sum, embed_scatter, embed_sum, gather_linked,
-                       link_products, linked_eta, new_links)
+                       link_products, linked_eta)
 
 StepBackprop = Callable[[Floats2d], Floats3d]
 NUMPY_OPS = NumpyOps()
@@ -56,7 +56,7 @@ class HostCore:
         self._params = {name: core.ops.to_numpy(core.get_param(name))
                         for name in core.param_names}
 
-    def get_param(self, name: str) -> numpy.ndarray:
+    def get_param(self, name: str) -> FloatsXd:
         return self._params[name]
 
     def get_dim(self, name: str) -> int:
@@ -151,9 +151,9 @@ class Linked(NamedTuple):
     """The links of a latent step grouped by relation (:func:`linked_sources`):
     relation r's rows are ``rows[bounds[r]:bounds[r + 1]]`` and the means
     they link to the same rows of ``means``."""
-    rows: numpy.ndarray
-    bounds: numpy.ndarray
-    means: numpy.ndarray
+    rows: Ints1d
+    bounds: Ints1d
+    means: Floats2d
 
     def relations(self):
         """(r, slice) of each relation some row links by."""
@@ -161,87 +161,39 @@ class Linked(NamedTuple):
                 if hi > lo]
 
 
-def linked_sources(history: numpy.ndarray, src: numpy.ndarray) -> Linked:
+def linked_sources(ops: Ops, history: Floats2d, src: Ints2d) -> Linked:
     """The rows of ``src`` (N, R) that link to a row of ``history`` by each
     relation, and those means, gathered in one compiled pass.  About half
     the slots are empty, so the product with ``W`` goes one relation at a
     time over these rows (training's steps; the search multiplies each
-    linked state once, :class:`LinkedProducts`)."""
-    src = numpy.ascontiguousarray(src, dtype="int32")
-    rows = numpy.empty(src.size, dtype="int64")
-    bounds = numpy.empty(src.shape[1] + 1, dtype="int64")
-    gathered = numpy.empty((src.size, history.shape[1]), dtype=history.dtype)
+    linked state once, :class:`~spacy_isbn.search.arrays.LinkedProducts`)."""
+    src = ops.as_contig(src, dtype="int32")
+    rows = ops.alloc1i(src.size, dtype="int64", zeros=False)
+    bounds = ops.alloc1i(src.shape[1] + 1, dtype="int64", zeros=False)
+    gathered = ops.alloc2f(src.size, history.shape[1], dtype=history.dtype, zeros=False)
     n = gather_linked(history, src, rows, bounds, gathered)
     return Linked(rows[:n], bounds, gathered[:n])
 
 
-class LinkedProducts:
-    """The products ``W_r mu_s`` of a search's states s and the relations r
-    they are linked by, each computed once: a state is linked by the same
-    relation from many later states (its siblings in the beam, and along a
-    path: a stack word's last state, say), on EWT dev 2.9 times on average
-    at beam 10 and twice at beam 1.  Rows of the state ids the search's
-    history uses; :meth:`clear` when those ids change, or to bound memory."""
+class LinkedProductCache(Protocol):
+    """Where a search keeps the products ``W_r mu_s`` of its states s and the
+    relations r they are linked by, each computed once
+    (:class:`~spacy_isbn.search.arrays.LinkedProducts`): row ``slot[s, r]``
+    of ``rows`` (the first ``size``) holds state s's product by relation r."""
 
-    max_rows = 1 << 16  # 32 MiB of float32 products at 128 units
+    slot: Ints2d
+    rows: Floats2d
+    size: int
 
-    def __init__(self):
-        self.slot = numpy.full((0, 0), -1, dtype="int32")  # state, relation -> row
-        self.rows: Optional[numpy.ndarray] = None
-        self.size = 0
-        self.states_seen = 0  # the leading rows of ``slot`` that may hold a row
+    def reserve(self, n_states: int, src: Ints2d, nH: int, dtype) -> None: ...
 
-    def clear(self) -> None:
-        self.slot[: self.states_seen] = -1
-        self.size = self.states_seen = 0
-
-    def reserve(self, n_states: int, src: numpy.ndarray, nH: int, dtype) -> None:
-        """Room for the products of ``src``'s links (N, R) into a history of
-        ``n_states`` states: ``slot`` covers them, ``rows`` has room for
-        ``src.size`` more (all are dropped first past ``max_rows``)."""
-        R = src.shape[1]
-        if self.slot.shape[0] < n_states or self.slot.shape[1] != R:
-            grown = numpy.full((max(n_states, 2 * self.slot.shape[0]), R), -1, dtype="int32")
-            if self.slot.shape[1] == R:
-                grown[: len(self.slot)] = self.slot
-            else:
-                self.size = 0
-            self.slot = grown
-        if self.rows is None or self.rows.dtype != dtype:
-            self.rows, self.size = numpy.empty((1024, nH), dtype=dtype), 0
-            self.slot[:] = -1
-        if self.size + src.size > self.max_rows:
-            self.clear()
-        if self.size + src.size > len(self.rows):
-            grown = numpy.empty((max(2 * len(self.rows), self.size + src.size), nH),
-                                dtype=dtype)
-            grown[: self.size] = self.rows[: self.size]
-            self.rows = grown
-        self.states_seen = max(self.states_seen, n_states)
-
-    def add(self, ops, W: numpy.ndarray, history: numpy.ndarray, src: numpy.ndarray) -> None:
-        """The products W_r mu[src[i, r]] of the relations r each row i links
-        by (-1: none) that are not here yet, by BLIS (where the compiled
-        products would not give its bits: :func:`linked_eta` does it all
-        otherwise): then row ``slot[s, r]`` of ``rows`` holds state s's
-        product by relation r."""
-        nH = W.shape[1]
-        self.reserve(len(history), src, nH, history.dtype)
-        R = src.shape[1]
-        states = numpy.empty(src.size, dtype="int64")
-        bounds = numpy.empty(R + 1, dtype="int64")
-        n = new_links(src, self.slot, self.size, states, bounds)
-        out = self.rows[self.size: self.size + n]
-        for r in range(R):
-            lo, hi = bounds[r], bounds[r + 1]
-            if hi > lo:
-                out[lo:hi] = gemm(ops, history[states[lo:hi]], W[r * nH: (r + 1) * nH])
-        self.size += n
+    def add(self, ops, W: Floats2d, history: Floats2d, src: Ints2d) -> None: ...
 
 
 def latent_step(core: Model, table: Table, history: Optional[Floats2d],
                 src: Optional[Ints2d], feats: Ints2d,
-                d_table: Optional[Table] = None, products: Optional[LinkedProducts] = None
+                d_table: Optional[Table] = None,
+                products: Optional[LinkedProductCache] = None
                 ) -> Tuple[Floats2d, Optional[StepBackprop]]:
     """The pre-activations ``eta`` (N, nH) of N configurations: ``feats``
     (N, F) rows of ``table`` (-1 unused), ``src`` (N, R) rows of ``history``
@@ -257,13 +209,13 @@ def latent_step(core: Model, table: Table, history: Optional[Floats2d],
     ops = core.ops
     b = core.get_param("b")
     nH = b.shape[0]
-    feats = numpy.ascontiguousarray(feats, dtype="int32")
-    eta = numpy.empty((len(feats), nH), dtype=b.dtype)
+    feats = ops.as_contig(feats, dtype="int32")
+    eta = ops.alloc2f(len(feats), nH, dtype=b.dtype, zeros=False)
     linked = None
     W = core.get_param("W")
     if core.attrs["latent_edges"] and src is not None and history is not None and len(feats):
         if products is not None and d_table is None:
-            src = numpy.ascontiguousarray(src, dtype="int32")
+            src = ops.as_contig(src, dtype="int32")
             if b.dtype == numpy.float32 and fma_matches_blis(nH):
                 products.reserve(len(history), src, nH, b.dtype)
                 products.size += linked_eta(table.E, table.vectors, feats, src, products.slot,
@@ -273,11 +225,11 @@ def latent_step(core: Model, table: Table, history: Optional[Floats2d],
             products.add(ops, W, history, src)
             embed_link_sum(table.E, table.vectors, feats, src, products.slot, products.rows, eta)
             return eta, None
-        linked = linked_sources(numpy.ascontiguousarray(history, dtype=b.dtype), src)
+        linked = linked_sources(ops, ops.as_contig(history, dtype=b.dtype), src)
     eta[:] = b
     embed_sum(table.E, table.vectors, feats, eta)
     if linked is not None and len(linked.rows):
-        products = numpy.empty_like(linked.means)
+        products = ops.alloc(linked.means.shape, dtype=linked.means.dtype, zeros=False)
         for r, at in linked.relations():
             products[at] = gemm(ops, linked.means[at], W[r * nH: (r + 1) * nH])
         add_rows(eta, linked.rows, products)
@@ -285,7 +237,7 @@ def latent_step(core: Model, table: Table, history: Optional[Floats2d],
         return eta, None
 
     def backprop(d_eta: Floats2d) -> Floats3d:
-        d_eta = numpy.ascontiguousarray(d_eta, dtype=b.dtype)
+        d_eta = ops.as_contig(d_eta, dtype=b.dtype)
         core.inc_grad("b", d_eta.sum(axis=0))
         embed_scatter(d_eta, feats, d_table.E, d_table.vectors)
         d_parents = ops.alloc3f(len(feats), core.get_dim("nR"), nH, dtype=b.dtype)
@@ -293,7 +245,7 @@ def latent_step(core: Model, table: Table, history: Optional[Floats2d],
             d_W = ops.alloc2f(*W.shape, dtype=W.dtype)
             for r, at in linked.relations():
                 rows = linked.rows[at]
-                d_rows = numpy.ascontiguousarray(d_eta[rows])
+                d_rows = ops.as_contig(d_eta[rows])
                 d_W[r * nH: (r + 1) * nH] += gemm(ops, linked.means[at], d_rows, trans1=True)
                 d_parents[rows, r] = gemm(ops, d_rows, W[r * nH: (r + 1) * nH], trans2=True)
             core.inc_grad("W", d_W)
@@ -343,7 +295,7 @@ def means(eta: Floats2d, ops: Ops = NUMPY_OPS) -> Floats2d:
     return ops.sigmoid(eta)
 
 
-def means_into(eta: numpy.ndarray, out: numpy.ndarray) -> numpy.ndarray:
+def means_into(eta: Floats2d, out: Floats2d) -> Floats2d:
     """:func:`means` (numpy) written straight into ``out`` (a slice of the
     search's pool or of the forced forward's states): NumpyOps.sigmoid's
     elementwise steps (clip to +-20, exp(-x), 1 / (1 + e)), so the same
@@ -376,8 +328,8 @@ def scatter_to_sources(ops: Ops, d_parents: Floats3d, src: Ints2d, d_means: Floa
         src = ops.asarray2i(src).reshape(-1)
         ops.scatter_add(d_means, ops.xp.maximum(src, 0), d_parents.reshape(-1, nH))
         return
-    embed_scatter(numpy.ascontiguousarray(d_parents.reshape(-1, nH), dtype=d_means.dtype),
-                  numpy.ascontiguousarray(src.reshape(-1, 1), dtype="int32"), d_means, d_means[:0])
+    embed_scatter(ops.as_contig(d_parents.reshape(-1, nH), dtype=d_means.dtype),
+                  ops.as_contig(src.reshape(-1, 1), dtype="int32"), d_means, d_means[:0])
 
 
 def flush_table_gradient(core: Model, d_table: Table) -> Optional[Floats2d]:
@@ -405,7 +357,7 @@ class History:
         self._steps: List[Tuple] = []
         self.d_table = table.zeros(self.ops) if is_train else None
 
-    def step(self, src: Optional[Ints2d], feats: Ints2d) -> numpy.ndarray:
+    def step(self, src: Optional[Ints2d], feats: Ints2d) -> Ints1d:
         """Add the states of N configurations; returns their ids (rows)."""
         eta, backprop = latent_step(self.core, self.table, self.rows[: self.size], src, feats,
                                     self.d_table)
@@ -461,6 +413,6 @@ def log_softmax(logits):
 def masked_log_softmax(logits, mask):
     """Log-softmax over the unmasked entries; a row with none is all -inf."""
     xp = get_array_module(logits)
-    logits = xp.where(mask, logits, -numpy.inf)
+    logits = xp.where(mask, logits, -xp.inf)
     lse = logsumexp(logits, keepdims=True)
     return logits - xp.where(xp.isfinite(lse), lse, 0.0)

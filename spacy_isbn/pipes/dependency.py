@@ -13,11 +13,12 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 
 from ..corpus.conll import SENTENCES_KEY
-from ..model.exploration import Chunk, explore_update, training_chunks
+from ..model.exploration import explore_update
 from ..transitions.arc_eager import (
     LABELS_LEFT, LABELS_RIGHT, LABELS_ROOT, ArcEagerMoves, parse_templates, sentence_spans_from_heads,
 )
 from ..transitions.derivation import Derivation, chain_derivations, place_tokens
+from ..transitions.exploration import Chunk, training_chunks
 from ..transitions.inputs import JointTables
 from ..transitions.lexicon import ROOT, UNK, Lexicon, TokenRecord
 from ..transitions.projectivity import oracle_tree
@@ -141,7 +142,7 @@ class DependencyPipe(WordSurprisal, ISBNPipe):
                                self.lexicon.label_ids)
 
     def explore_update(self, examples: List[Example], rng=numpy.random) -> float:
-        """One training step with exploration (:mod:`~..model.exploration`)."""
+        """One training step with exploration (:mod:`~..transitions.exploration`)."""
         return explore_update(self.model, self.moves, [eg.predicted for eg in examples],
                               self.exploration_chunks(examples), self.cfg["explore_rate"],
                               self.cfg["multiroot"], rng)

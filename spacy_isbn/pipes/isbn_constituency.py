@@ -21,7 +21,7 @@ from ..constituency.spans import doc_trees, set_constituents
 from ..corpus.ptb import doc_tree
 from ..evaluation.parseval import parseval_scores
 from ..extensions import register_extensions
-from ..model.search_step import SearchStep
+from ..search.search_step import SearchStep
 from ..search.beam import BeamSearch, SegmentParse
 from ..transitions.derivation import Derivation, place_tokens
 from ..transitions.left_corner import LeftCornerMoves, LeftCornerSystem, build_tree

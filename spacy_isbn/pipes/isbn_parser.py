@@ -21,7 +21,7 @@ from thinc.api import Model
 
 from ..evaluation.metrics import parser_score
 from ..extensions import register_extensions
-from ..model.search_step import SearchStep
+from ..search.search_step import SearchStep
 from ..search.beam import BeamSearch, ParsedSentence, SegmentParse
 from .arc_confidence import arc_marginals, coverage, write_arc_probs
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces, write_space_tags, write_trees

@@ -16,7 +16,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..errors import UserError
-from ..model.search_step import SearchStep
+from ..search.search_step import SearchStep
 from ..search.beam import BeamSearch
 from .base import SEGMENT_LENGTH, DocWords, doc_pieces
 

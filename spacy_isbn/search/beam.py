@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..model.search_step import SearchStep
+from .search_step import SearchStep
 from ..transitions.inputs import JointTables, SegmentInputs
 from ..transitions.system import TransitionSystem
 from .arrays import ParsedSentence, SegmentParse

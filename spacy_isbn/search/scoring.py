@@ -6,7 +6,7 @@ from typing import Tuple
 
 import numpy
 
-from ..model.search_step import SearchStep
+from .search_step import SearchStep
 from ..transitions.system import TransitionSystem
 from .arrays import Candidates, StatePool, Words
 from ._select import given_word_shift_rows

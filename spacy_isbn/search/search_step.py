@@ -1,19 +1,24 @@
-"""The trained ISBN one search step at a time, :class:`SearchStep`: the
-latent states of a batch of configurations (:mod:`.step`'s ``latent_step``)
-and, through its :class:`~.heads.Heads`, the log-probabilities of their
-decisions: the computations the training pass makes (:func:`.isbn.forward`)."""
+"""The trained ISBN as the search reads it, one search step at a time,
+:class:`SearchStep`: the latent states of a batch of configurations
+(:func:`~spacy_isbn.model.step.latent_step`) and, through its
+:class:`~spacy_isbn.model.heads.Heads`, the log-probabilities of their
+decisions: the computations the training pass makes
+(:func:`~spacy_isbn.model.isbn.forward`), on a CPU copy of the core
+(:func:`~spacy_isbn.model.step.on_host`) with the search's host-side
+bookkeeping (the token rows of its pieces, the vec templates' columns)."""
 from typing import List, Optional
 
 import numpy
 from thinc.api import Model
 
-from . import meanfield
-from ._kernels import vector_rows
-from .features import VEC_ROWS
-from .heads import Heads
-from .isbn import core_of
-from .meanfield import Observed
-from .step import LinkedProducts, embedding_table, latent_step, means, on_host
+from ..model import meanfield
+from ..model._kernels import vector_rows
+from ..model.heads import Heads
+from ..model.isbn import core_of
+from ..model.meanfield import Observed
+from ..model.step import embedding_table, latent_step, means, on_host
+from ..transitions.system import VEC_ROWS
+from .arrays import LinkedProducts
 
 
 class SearchStep:

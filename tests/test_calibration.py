@@ -89,10 +89,14 @@ def test_calibration_and_temperature_commands(tmp_path):
     main(["convert", str(FIXTURES / "tiny.conllu"), str(corpus), "--n-sents", "1"])
     isbn, beam = _train(corpus, tmp_path)
     main(["confidence-fit", str(isbn), str(corpus), "--temperatures", "0.5,2",
-          "--agreements", "0.5,1", "--half", "first"])
+          "--agreements", "0.5,1", "--half", "first", "--metrics-out", str(tmp_path / "fit.json")])
     cfg = spacy.load(isbn).get_pipe("isbn_parser").cfg
     chosen = cfg["confidence_temperature"]
     assert chosen in (0.5, 2.0) and cfg["outside_agreement"] in (0.5, 1.0)
+    # the choice is on file with the grid it was made from
+    fit = srsly.read_json(tmp_path / "fit.json")
+    assert (fit["confidence_temperature"], fit["outside_agreement"]) == (chosen, cfg["outside_agreement"])
+    assert len(fit["ece"]) == 4 and fit["half"] == "first"
     out, svg = tmp_path / "calibration.json", tmp_path / "calibration.svg"
     main(["calibration", str(isbn), str(corpus), str(out), "--svg", str(svg),
           "--baseline", str(beam), "--half", "second"])

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from ..corpus.files import write_json
 from ..evaluation.calibration import HALVES
 from ._util import IN_DIR, IN_FILE, Arg, CliError, Opt, app, choice, numbers
 from .train import _save_setting
@@ -49,6 +50,8 @@ def confidence_fit_cli(
     agreements: str = Opt("0.6,0.7,0.75,0.8,0.85,0.9,0.95,1", "--agreements",
                           help="outside agreements to try, comma-separated (1: the list alone)"),
     half: Half = Opt("first", "--half", help=HALF_HELP),
+    metrics_out: Optional[Path] = Opt(None, "--metrics-out", dir_okay=False,
+                                      help="the grid's ECE and the choice, as JSON"),
 ):
     """Choose the arc probabilities' temperature and outside agreement by ECE on dev; save them."""
     from ..evaluation.calibration import fit_confidence
@@ -65,3 +68,5 @@ def confidence_fit_cli(
               f"{row['outside_agreement']:g}: ECE head {row['head']:.4f}, head+label {row['dep']:.4f}")
     for key in ("confidence_temperature", "outside_agreement"):
         _save_setting(Path(model), [result["component"]], key, result[key])
+    if metrics_out is not None:
+        write_json(metrics_out, {"model": str(model), "data": str(data), "half": half.value, **result})

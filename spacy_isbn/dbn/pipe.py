@@ -157,7 +157,9 @@ class DBNParser(SavedParts, Pipe):
                 yield sent
 
     # -- prediction -------------------------------------------------------------
-    def _require_model(self) -> Parser:
+    def trained_parser(self) -> Parser:
+        """The trained tables' parser (an error saying how to get one before
+        the pipe is initialized or loaded)."""
         if self.parser is None:
             raise ValueError(f"{self.name} has no tables: initialize it on training data "
                              "(spacy train) or load a trained pipeline")
@@ -165,7 +167,7 @@ class DBNParser(SavedParts, Pipe):
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Tuple[int, int, List[int], List[Parse]]]]:
         """Per doc, per sentence: (start, end, positions of the parsed words, trees)."""
-        parser = self._require_model()
+        parser = self.trained_parser()
         out = []
         for doc in docs:
             if len(doc) and not doc.has_annotation("TAG"):
@@ -236,7 +238,7 @@ class DBNParser(SavedParts, Pipe):
         return {**super().saved_parts(), "tables": Part(self._tables, self._set_tables, "msgpack")}
 
     def _tables(self) -> dict:
-        self._require_model()
+        self.trained_parser()
         return {"lexicon": self.lexicon.to_dict(), "model": self.model.to_dict()}
 
     def _set_tables(self, msg: dict) -> None:

@@ -74,7 +74,7 @@ def train_variant(train_path: Path, variables: Sequence[str], n_words: int, alph
 
 
 def dbn_heads(pipe: DBNParser, sents: Sequence[Sent], k: int = 1) -> List[List[int]]:
-    parser = pipe._require_model()
+    parser = pipe.trained_parser()
     return [parser.parse(w, t, k)[0].heads for w, t, _ in sents]
 
 

@@ -98,17 +98,21 @@ def kbest_lists_cli(
 
 # the conditional parser's search settings a sweep may vary, in the order
 # ``--settings`` gives them (beam:density:label_top_k:segment_length)
-SEARCH_SETTINGS = (("beam_width", int), ("beam_density", float), ("label_top_k", int),
+SWEPT_SETTINGS = (("beam_width", int), ("beam_density", float), ("label_top_k", int),
                    ("segment_length", int))
+
+
+def _parsers(nlp) -> list:
+    """The pipeline's conditional isbn_parser pipes."""
+    return [nlp.get_pipe(n) for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "isbn_parser"]
 
 
 def _with_search(nlp, **settings):
     """The pipeline with its conditional parser's search settings set (a
     setting None or not given: its own)."""
     settings = {k: v for k, v in settings.items() if v is not None}
-    for name in nlp.pipe_names:
-        if nlp.get_pipe_meta(name).factory == "isbn_parser":
-            nlp.get_pipe(name).cfg.update(settings)
+    for parser in _parsers(nlp):
+        parser.cfg.update(settings)
     return nlp
 
 
@@ -192,10 +196,9 @@ def rerank_sweep(model: Path, dev: Path, settings: List[Dict[str, float]],
     # reference, and it would otherwise pay for the caches every setting shares
     candidate_entries(nlp, name, docs[:20], batch_size)
     rows = []
-    own = dict(next(nlp.get_pipe(n) for n in nlp.pipe_names
-                    if nlp.get_pipe_meta(n).factory == "isbn_parser").cfg)
+    own = dict(_parsers(nlp)[0].cfg)
     for setting in settings:
-        search = {key: setting.get(key, own.get(key)) for key, _ in SEARCH_SETTINGS}
+        search = {key: setting.get(key, own.get(key)) for key, _ in SWEPT_SETTINGS}
         _with_search(nlp, **search)
         start = time.perf_counter()
         halves = {half: candidate_entries(nlp, name, half_of(docs, half), batch_size)
@@ -232,9 +235,9 @@ def rerank_sweep_cli(
     for item in (s for s in settings.split(",") if s.strip()):
         values = item.split(":")
         try:
-            if len(values) > len(SEARCH_SETTINGS):
+            if len(values) > len(SWEPT_SETTINGS):
                 raise ValueError
-            searches.append({key: kind(value) for (key, kind), value in zip(SEARCH_SETTINGS, values)})
+            searches.append({key: kind(value) for (key, kind), value in zip(SWEPT_SETTINGS, values)})
         except ValueError:
             raise CliError(f"--settings {item!r}: give beam:density[:label_top_k[:segment_length]], "
                            "e.g. 8:0.05 or 4:0.05:2:100") from None
